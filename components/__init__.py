@@ -1,0 +1,16 @@
+"""Adaptive retrieval components for Haystack.
+
+Components are grouped by role: ``models`` (ONNX export and embedders), ``stores`` (Qdrant local/server),
+``indexing`` (section-aware splitting, replacing writer), ``routing`` (IntentRouter), ``retrieval``
+(channel retrievers), ``fusion`` (WeightedRRFJoiner), ``selection`` (MMRSelector).
+
+Import a component from its module, e.g. ``from components.routing.intent_router import IntentRouter``;
+this top-level module stays light so that importing it never pulls in torch.
+"""
+
+import os
+
+__version__ = "0.1.0"
+
+# Offline-first: Haystack's usage telemetry would try to reach the network on every pipeline run.
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")

@@ -1,0 +1,1 @@
+"""Fusion of ranked lists from several retrieval channels."""

@@ -1,0 +1,1 @@
+"""Indexing components: section-aware splitting, replacing writer."""

@@ -1,0 +1,61 @@
+"""Write a source's chunks so that re-indexing replaces them: new chunks first, then stale ones removed."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import DuplicatePolicy
+
+from components.stores.qdrant_store import store_from_init_parameters
+
+logger = logging.getLogger(__name__)
+
+
+def stored_ids_for(store: Any, doc_ids: list[str]) -> set[str]:
+    """Ids of every node stored for the given ``doc_id`` values (chunks and any summary nodes)."""
+    if not doc_ids:
+        return set()
+    found = store.filter_documents(filters={"field": "meta.doc_id", "operator": "in", "value": doc_ids})
+    return {d.id for d in found}
+
+
+@component
+class ReplacingDocumentWriter:
+    """Writes documents grouped by ``meta.doc_id`` and deletes what those sources held before and no longer do.
+
+    New chunks are upserted first (ids are deterministic, so unchanged chunks are overwritten in place) and only
+    then are stale ones deleted, so a failure mid-way never leaves a source with fewer chunks than before.
+    Documents without ``doc_id`` are written as they are.
+
+    Usage::
+
+        writer = ReplacingDocumentWriter(document_store=store)
+        writer.run(documents=chunks)  # {"documents_written": 42, "documents_deleted": 3}
+    """
+
+    def __init__(self, document_store: Any) -> None:
+        """:param document_store: any Haystack document store with ``filter_documents`` and ``delete_documents``."""
+        self.document_store = document_store
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the store's own dictionary."""
+        return default_to_dict(self, document_store=self.document_store.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReplacingDocumentWriter:
+        """Deserialise, keeping the document store's own class."""
+        return default_from_dict(cls, store_from_init_parameters(data))
+
+    @component.output_types(documents_written=int, documents_deleted=int)
+    def run(self, documents: list[Document]) -> dict[str, int]:
+        """Upsert ``documents`` and remove the now-stale nodes of their sources."""
+        doc_ids = sorted({d.meta["doc_id"] for d in documents if d.meta.get("doc_id")})
+        before = stored_ids_for(self.document_store, doc_ids)
+        written = self.document_store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
+        stale = sorted(before - {d.id for d in documents})
+        if stale:
+            self.document_store.delete_documents(stale)
+            logger.info("Replaced %d source(s): %d stale node(s) removed", len(doc_ids), len(stale))
+        return {"documents_written": int(written or 0), "documents_deleted": len(stale)}

@@ -1,0 +1,89 @@
+"""Embed a query with an exported ONNX model through ONNX Runtime (no torch at query time)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from haystack import component
+
+from components.models.onnx_encoder import OnnxEncoder
+from components.models.paths import DEFAULT_MODEL
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class OnnxTextEmbedder:
+    """Embeds a query string with an ONNX model folder built by ``scripts/export_models.py``.
+
+    The model is loaded in :meth:`warm_up` and shared with every other ONNX component of the process.
+
+    Usage::
+
+        embedder = OnnxTextEmbedder(precision="int8")
+        embedder.warm_up()
+        embedding = embedder.run("What does the with statement do?")["embedding"]  # 384 floats
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        precision: str = "int8",
+        device: str = "cpu",
+        prefix: str = "",
+        max_chars: int = 20_000,
+    ) -> None:
+        """
+        :param model: model folder, or a name inside the models folder (``$ADAPTIVE_MODELS_DIR`` or ``models/``).
+        :param precision: ``int8`` (default on CPU) or ``fp32``; ``fp16``/``fp8`` need a GPU.
+        :param device: ``cpu`` or ``cuda``.
+        :param prefix: text prepended to the query (for models trained with instructions, e.g. ``query: ``).
+        :param max_chars: queries longer than this are rejected; the model reads at most its window anyway.
+        """
+        self.model = model
+        self.precision = precision
+        self.device = device
+        self.prefix = prefix
+        self.max_chars = max_chars
+        self._encoder: OnnxEncoder | None = None
+
+    def warm_up(self) -> None:
+        """Load (or reuse) the ONNX session."""
+        if self._encoder is None:
+            self._encoder = OnnxEncoder.get(self.model, self.precision, self.device)
+
+    @component.output_types(embedding=list[float], meta=dict[str, Any])
+    def run(self, text: str) -> dict[str, Any]:
+        """Embed ``text``.
+
+        :raises TypeError: when ``text`` is not a string (pass documents to ``OnnxDocumentEmbedder``).
+        :raises ValueError: for an empty or too long query.
+        """
+        if not isinstance(text, str):
+            msg = "OnnxTextEmbedder expects a string; use OnnxDocumentEmbedder for documents."
+            raise TypeError(msg)
+        if not text.strip():
+            msg = "The query is empty: pass a non-empty question or keywords."
+            raise ValueError(msg)
+        if len(text) > self.max_chars:
+            msg = f"The query has {len(text)} characters, more than max_chars={self.max_chars}."
+            raise ValueError(msg)
+        self.warm_up()
+        assert self._encoder is not None
+        full = self.prefix + text
+        truncated = self._encoder.is_truncated(full)
+        if truncated:
+            logger.warning(
+                "Query longer than the model window (%d tokens); its tail is ignored.",
+                self._encoder.max_length,
+            )
+        vector = self._encoder.encode([full])[0]
+        return {
+            "embedding": vector.tolist(),
+            "meta": {
+                "model": str(self._encoder.model_dir),
+                "precision": self.precision,
+                "truncated": truncated,
+            },
+        }

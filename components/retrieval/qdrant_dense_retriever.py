@@ -1,0 +1,80 @@
+"""Dense channel: Qdrant vector search that skips itself when the router gives it no weight."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict
+from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
+
+from components.retrieval.channel import channel_enabled, without_sparse
+from components.stores.qdrant_store import store_from_init_parameters
+
+
+@component
+class QdrantDenseRetriever(QdrantEmbeddingRetriever):
+    """``QdrantEmbeddingRetriever`` as an adaptive channel named ``dense``.
+
+    Differences from the stock retriever: it returns embeddings by default (MMR reuses them), checks the query
+    dimension against the store with a clear error, skips the search when ``weights["dense"] == 0``, and keeps
+    the shared-client store type when loaded from YAML.
+
+    Usage::
+
+        retriever = QdrantDenseRetriever(document_store=store, top_k=20)
+        docs = retriever.run(query_embedding=vector, weights={"dense": 0.5})["documents"]
+    """
+
+    channel = "dense"
+
+    def __init__(self, document_store: Any, top_k: int = 20, return_embedding: bool = True, **kwargs: Any) -> None:
+        """Same parameters as ``QdrantEmbeddingRetriever`` (``filters``, ``scale_score``, ``score_threshold``...)."""
+        # @component rebuilds the class, so zero-argument super() cannot be used here.
+        QdrantEmbeddingRetriever.__init__(
+            self, document_store=document_store, top_k=top_k, return_embedding=return_embedding, **kwargs
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QdrantDenseRetriever:
+        """Deserialise, keeping the document store's own class."""
+        return default_from_dict(cls, store_from_init_parameters(data))
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document]]:
+        """Top ``top_k`` chunks by cosine similarity; no search when the router disabled this channel.
+
+        :raises ValueError: when the query embedding's dimension differs from the collection's.
+        """
+        if not channel_enabled(self.channel, weights):
+            return {"documents": []}
+        expected = self._document_store.embedding_dim
+        if len(query_embedding) != expected:
+            msg = (
+                f"Query embedding has dimension {len(query_embedding)} but the collection "
+                f"'{self._document_store.index}' stores {expected}-d vectors: use the model the index was built with."
+            )
+            raise ValueError(msg)
+        found = QdrantEmbeddingRetriever.run(self, query_embedding=query_embedding, filters=filters, top_k=top_k)
+        return {"documents": without_sparse(found["documents"])}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document]]:
+        """Async variant of :meth:`run` (needs a Qdrant server: local mode is synchronous)."""
+        if not channel_enabled(self.channel, weights):
+            return {"documents": []}
+        found = await QdrantEmbeddingRetriever.run_async(
+            self, query_embedding=query_embedding, filters=filters, top_k=top_k
+        )
+        return {"documents": without_sparse(found["documents"])}

@@ -1,0 +1,72 @@
+"""Sparse (BM25 with IDF) channel: Qdrant sparse-vector search that skips itself at zero weight."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict
+from haystack.dataclasses import SparseEmbedding
+from haystack_integrations.components.retrievers.qdrant import QdrantSparseEmbeddingRetriever
+
+from components.retrieval.channel import channel_enabled, without_sparse
+from components.stores.qdrant_store import store_from_init_parameters
+
+
+@component
+class QdrantSparseRetriever(QdrantSparseEmbeddingRetriever):
+    """``QdrantSparseEmbeddingRetriever`` as an adaptive channel named ``sparse``.
+
+    The collection is created with ``sparse_idf=True``, so Qdrant scores BM25 term weights with IDF. Documents
+    come back with their dense embedding, which MMR reuses.
+
+    Usage::
+
+        retriever = QdrantSparseRetriever(document_store=store, top_k=20)
+        docs = retriever.run(query_sparse_embedding=sparse, weights={"sparse": 0.5})["documents"]
+    """
+
+    channel = "sparse"
+
+    def __init__(self, document_store: Any, top_k: int = 20, return_embedding: bool = True, **kwargs: Any) -> None:
+        """Same parameters as ``QdrantSparseEmbeddingRetriever``."""
+        # @component rebuilds the class, so zero-argument super() cannot be used here.
+        QdrantSparseEmbeddingRetriever.__init__(
+            self, document_store=document_store, top_k=top_k, return_embedding=return_embedding, **kwargs
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QdrantSparseRetriever:
+        """Deserialise, keeping the document store's own class."""
+        return default_from_dict(cls, store_from_init_parameters(data))
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document]]:
+        """Top ``top_k`` chunks by BM25; nothing when the query has no indexable term or the channel is off."""
+        if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
+            return {"documents": []}
+        found = QdrantSparseEmbeddingRetriever.run(
+            self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
+        )
+        return {"documents": without_sparse(found["documents"])}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document]]:
+        """Async variant of :meth:`run` (needs a Qdrant server: local mode is synchronous)."""
+        if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
+            return {"documents": []}
+        found = await QdrantSparseEmbeddingRetriever.run_async(
+            self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
+        )
+        return {"documents": without_sparse(found["documents"])}

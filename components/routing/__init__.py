@@ -1,0 +1,1 @@
+"""Query intent routing: rules, an exemplar-embedding classifier and per-intent strategy profiles."""

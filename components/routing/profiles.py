@@ -1,0 +1,141 @@
+"""Intent taxonomy and the strategy profile of each intent (channel weights, depth, MMR λ, reranking).
+
+The starting weights follow the seed TD-057 (vector / BM25 / graph-local / graph-global) extended with the
+section-tree channel; ``scripts/evaluate.py`` reports how they score and the README says how they were
+calibrated. Profiles are ``IntentRouter`` init parameters, so a user changes them in YAML.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+INTENTS: tuple[str, ...] = (
+    "factual",
+    "keyword",
+    "analytical",
+    "opinion",
+    "contextual",
+    "relational",
+    "summary",
+)
+CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph_global")
+
+DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
+    "factual": {
+        "weights": {"dense": 0.35, "sparse": 0.35, "section": 0.0, "graph_local": 0.3, "graph_global": 0.0},
+        "top_k": 10,
+        "fetch_k": 30,
+        "mmr_lambda": 0.85,
+        "rerank": False,
+    },
+    "keyword": {
+        "weights": {"dense": 0.15, "sparse": 0.6, "section": 0.0, "graph_local": 0.25, "graph_global": 0.0},
+        "top_k": 10,
+        "fetch_k": 30,
+        "mmr_lambda": 0.9,
+        "rerank": False,
+    },
+    "analytical": {
+        "weights": {"dense": 0.3, "sparse": 0.2, "section": 0.25, "graph_local": 0.15, "graph_global": 0.1},
+        "top_k": 15,
+        "fetch_k": 40,
+        "mmr_lambda": 0.7,
+        "rerank": True,
+    },
+    "opinion": {
+        "weights": {"dense": 0.4, "sparse": 0.15, "section": 0.15, "graph_local": 0.0, "graph_global": 0.3},
+        "top_k": 15,
+        "fetch_k": 50,
+        "mmr_lambda": 0.5,
+        "rerank": False,
+    },
+    "contextual": {
+        "weights": {"dense": 0.25, "sparse": 0.3, "section": 0.45, "graph_local": 0.0, "graph_global": 0.0},
+        "top_k": 10,
+        "fetch_k": 30,
+        "mmr_lambda": 0.8,
+        "rerank": True,
+    },
+    "relational": {
+        "weights": {"dense": 0.3, "sparse": 0.2, "section": 0.0, "graph_local": 0.5, "graph_global": 0.0},
+        "top_k": 15,
+        "fetch_k": 40,
+        "mmr_lambda": 0.75,
+        "rerank": False,
+    },
+    "summary": {
+        "weights": {"dense": 0.1, "sparse": 0.0, "section": 0.3, "graph_local": 0.0, "graph_global": 0.6},
+        "top_k": 15,
+        "fetch_k": 40,
+        "mmr_lambda": 0.5,
+        "rerank": False,
+    },
+}
+
+_REQUIRED = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
+
+
+def default_profiles() -> dict[str, dict[str, Any]]:
+    """A deep copy of :data:`DEFAULT_PROFILES`."""
+    return copy.deepcopy(DEFAULT_PROFILES)
+
+
+def validate_profiles(profiles: dict[str, dict[str, Any]], intents: tuple[str, ...] | list[str]) -> None:
+    """Check that ``profiles`` has exactly one complete, sane profile per intent.
+
+    :raises ValueError: naming the unknown or missing intent, or the offending field.
+    """
+    unknown = sorted(set(profiles) - set(intents))
+    if unknown:
+        msg = f"Unknown intent(s) {unknown} in profiles; known intents are {list(intents)}"
+        raise ValueError(msg)
+    missing = sorted(set(intents) - set(profiles))
+    if missing:
+        msg = f"profiles lacks intent(s) {missing}; every intent in {list(intents)} needs a profile"
+        raise ValueError(msg)
+    for intent, profile in profiles.items():
+        absent = [f for f in _REQUIRED if f not in profile]
+        if absent:
+            msg = f"profile '{intent}' lacks {absent}"
+            raise ValueError(msg)
+        weights = profile["weights"]
+        if not isinstance(weights, dict) or any(float(w) < 0 for w in weights.values()):
+            msg = f"profile '{intent}': weights must map channel names to non-negative numbers, got {weights}"
+            raise ValueError(msg)
+        if sum(float(w) for w in weights.values()) <= 0:
+            msg = f"profile '{intent}': at least one channel weight must be positive"
+            raise ValueError(msg)
+        if not 0.0 <= float(profile["mmr_lambda"]) <= 1.0:
+            msg = f"profile '{intent}': mmr_lambda must be within [0, 1]"
+            raise ValueError(msg)
+        if int(profile["top_k"]) < 1 or int(profile["fetch_k"]) < int(profile["top_k"]):
+            msg = f"profile '{intent}': need 1 <= top_k <= fetch_k"
+            raise ValueError(msg)
+
+
+def mix_profiles(profiles: dict[str, dict[str, Any]], probabilities: dict[str, float]) -> dict[str, Any]:
+    """Soft routing: the probability-weighted mix of the intent profiles.
+
+    Weights and λ are averaged; ``top_k``/``fetch_k`` are averaged and rounded; ``rerank`` is on when the
+    intents that want it hold at least half the probability mass.
+    """
+    channels = sorted({c for p in profiles.values() for c in p["weights"]})
+    weights = {c: 0.0 for c in channels}
+    top_k = fetch_k = lam = rerank_mass = 0.0
+    for intent, prob in probabilities.items():
+        profile = profiles[intent]
+        for c in channels:
+            weights[c] += prob * float(profile["weights"].get(c, 0.0))
+        top_k += prob * profile["top_k"]
+        fetch_k += prob * profile["fetch_k"]
+        lam += prob * profile["mmr_lambda"]
+        rerank_mass += prob * bool(profile["rerank"])
+    total = sum(weights.values()) or 1.0
+    return {
+        "weights": {c: round(w / total, 4) for c, w in weights.items()},
+        "top_k": max(1, round(top_k)),
+        "fetch_k": max(1, round(fetch_k)),
+        "mmr_lambda": round(lam, 4),
+        "rerank": rerank_mass >= 0.5,
+    }

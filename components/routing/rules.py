@@ -1,0 +1,112 @@
+"""Surface rules that recognise intents an embedding classifier handles poorly: structural references
+("Section 3.2", "Table 2", "the methodology section"), code-like keyword queries, comparisons, summaries.
+
+Each rule returns a *prior* that :class:`~components.routing.intent_router.IntentRouter` mixes with the
+classifier's probabilities, never a hard decision.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_NUMBERED_REF = re.compile(
+    r"\b(?P<kind>section|sect\.|§|chapter|appendix|table|figure|fig\.|paragraph|clause|article|part)\s*"
+    r"(?P<ref>\d+(?:\.\d+)*|[A-Z](?:\.\d+)*|[ivxlc]+)\b",
+    re.IGNORECASE,
+)
+_NAMED_SECTION = re.compile(
+    r"\b(?:the|its|this)\s+(?P<name>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:section|chapter|part|heading)\b",
+    re.IGNORECASE,
+)
+_NAMED_PART = re.compile(
+    r"\b(?:in|under)\s+the\s+(?P<name>abstract|introduction|conclusions?|methodology|methods|results|discussion|"
+    r"related work|background|appendix|evaluation|limitations)\b",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"\bheading\s+[\"'“](?P<name>[^\"'”]+)[\"'”]", re.IGNORECASE)
+_CODE_TOKEN = re.compile(
+    r"(__\w+__|\b\w+\.\w+\(|\w+\(\)|\b[A-Z]{1,5}-?\d{2,}\b|\b0x[0-9A-Fa-f]+\b|(?<!\w)--?[a-z][\w-]*|\*\*?\w+|"
+    r"\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\.\w+\b|[<>=!]=|->|::)"
+)
+_QUESTION_WORD = re.compile(
+    r"^\s*(what|who|whom|whose|which|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would|will|"
+    r"explain|describe|tell|give|list|compare|summar\w+)\b",
+    re.IGNORECASE,
+)
+_COMPARISON = re.compile(
+    r"\b(compare[sd]?|comparison|differences?|differ|versus|vs\.?|trade-?offs?|pros and cons|"
+    r"advantages and disadvantages|contrast|both|same (?:\w+ )?as|in common|"
+    r"(?:which|who|what) (?:\w+ ){0,3}(?:is|was|are|were|has|had|came|come|did) "
+    r"(?:\w+ )?(?:older|younger|larger|smaller|longer|shorter|earlier|later|first|higher|lower|bigger|more|less|"
+    r"faster|slower))\b",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(
+    r"\b(main themes?|themes|overview|summar(?:y|ise|ize)|key (?:findings|points|ideas|takeaways)|overall|"
+    r"big[- ]picture|what topics|high-level|across (?:all|these|the) (?:documents|reports|papers|articles|"
+    r"sources)|whole (?:collection|corpus|document))\b",
+    re.IGNORECASE,
+)
+_OPINION = re.compile(
+    r"\b(critics?|criticis\w+|opinions?|views? on|think (?:of|about)|reviewers?|reception|received|recommend\w*|"
+    r"perspectives?|worth it|worth learning|complaints?|praised?|controvers\w+)\b",
+    re.IGNORECASE,
+)
+_NESTED = re.compile(
+    r"\b(?:of|by|in|for|from|with) the \w+(?: \w+){0,3} (?:that|who|which|whose|where)\b", re.IGNORECASE
+)
+
+
+@dataclass
+class RuleResult:
+    """Priors from the rules that fired, the structural reference found, and evidence for diagnostics."""
+
+    priors: dict[str, float] = field(default_factory=dict)
+    structural: dict[str, Any] | None = None
+    fired: list[str] = field(default_factory=list)
+
+    def add(self, intent: str, strength: float, name: str) -> None:
+        self.priors[intent] = max(self.priors.get(intent, 0.0), strength)
+        self.fired.append(name)
+
+
+def structural_reference(query: str) -> dict[str, Any] | None:
+    """The first structural reference in ``query``: ``{"kind": "section", "ref": "3.2"}`` or
+    ``{"kind": "section", "name": "methodology"}``; ``None`` when there is none."""
+    match = _NUMBERED_REF.search(query)
+    if match:
+        kind = match.group("kind").lower().rstrip(".")
+        kind = {"sect": "section", "§": "section", "fig": "figure"}.get(kind, kind)
+        return {"kind": kind, "ref": match.group("ref"), "text": match.group(0)}
+    for pattern in (_HEADING, _NAMED_SECTION, _NAMED_PART):
+        match = pattern.search(query)
+        if match:
+            name = match.group("name").strip().lower()
+            return {"kind": "section", "name": name, "text": match.group(0)}
+    return None
+
+
+def apply_rules(query: str, strengths: dict[str, float]) -> RuleResult:
+    """Run every rule on ``query``; ``strengths`` gives each rule's prior weight (0 disables a rule)."""
+    result = RuleResult()
+    structural = structural_reference(query)
+    if structural is not None:
+        result.structural = structural
+        result.add("contextual", strengths.get("structural", 0.0), "structural")
+    words = query.split()
+    codes = _CODE_TOKEN.findall(query)
+    if codes and not _QUESTION_WORD.search(query):
+        result.add("keyword", strengths.get("code", 0.0), "code")
+    elif len(words) <= 4 and not _QUESTION_WORD.search(query) and not query.rstrip().endswith("?"):
+        result.add("keyword", strengths.get("terse", 0.0), "terse")
+    if _COMPARISON.search(query):
+        result.add("analytical", strengths.get("comparison", 0.0), "comparison")
+    if _SUMMARY.search(query) and structural is None:
+        result.add("summary", strengths.get("summary", 0.0), "summary")
+    if _OPINION.search(query):
+        result.add("opinion", strengths.get("opinion", 0.0), "opinion")
+    if _NESTED.search(query):
+        result.add("relational", strengths.get("nested", 0.0), "nested")
+    return result

@@ -1,0 +1,1 @@
+"""Selection of a final, diverse list from fused candidates."""

@@ -1,0 +1,114 @@
+"""MMR on the embeddings the documents already carry: no re-embedding, vectorised, λ per query."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Literal
+
+import numpy as np
+from haystack import Document, component
+
+from components.selection.mmr import mmr_select
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class MMRSelector:
+    """Selects ``top_k`` documents by maximal marginal relevance over their stored embeddings.
+
+    Haystack's ``SentenceTransformersDiversityRanker`` re-embeds every candidate on every call; this component
+    reuses ``Document.embedding`` (the Qdrant channels return it) and the query embedding computed once upstream.
+    Relevance is the cosine to the query (``relevance="query"``) or the upstream fused score rescaled to [0, 1]
+    (``relevance="score"``, the default, which keeps keyword and graph evidence that cosine cannot see).
+    Documents without an embedding are kept but take no part in the diversity term.
+
+    Usage::
+
+        selector = MMRSelector(top_k=10, lambda_threshold=0.7)
+        docs = selector.run(documents=fused, query_embedding=q, lambda_threshold=0.5)["documents"]
+    """
+
+    def __init__(
+        self,
+        top_k: int = 10,
+        lambda_threshold: float = 0.7,
+        relevance: Literal["score", "query"] = "score",
+        duplicate_threshold: float | None = 0.98,
+    ) -> None:
+        """
+        :param top_k: documents to select.
+        :param lambda_threshold: trade-off between relevance (1.0) and diversity (0.0).
+        :param relevance: ``score`` (upstream score) or ``query`` (cosine to ``query_embedding``).
+        :param duplicate_threshold: drop candidates this similar (cosine) to one already selected, e.g. the same
+            paragraph indexed from two files; ``None`` keeps them.
+        """
+        if relevance not in ("score", "query"):
+            msg = f"relevance must be 'score' or 'query', got {relevance!r}"
+            raise ValueError(msg)
+        self._check_lambda(lambda_threshold)
+        self.top_k = top_k
+        self.lambda_threshold = lambda_threshold
+        self.relevance = relevance
+        self.duplicate_threshold = duplicate_threshold
+
+    @staticmethod
+    def _check_lambda(value: float) -> None:
+        if not 0.0 <= value <= 1.0:
+            msg = f"lambda_threshold must be within [0, 1], got {value}"
+            raise ValueError(msg)
+
+    def _relevance(self, documents: list[Document], query: np.ndarray | None, emb: np.ndarray) -> np.ndarray:
+        if self.relevance == "query":
+            if query is None:
+                msg = "MMRSelector(relevance='query') needs query_embedding"
+                raise ValueError(msg)
+            return emb @ query
+        scores = np.array([d.score if d.score is not None else 0.0 for d in documents], dtype=np.float64)
+        span = scores.max() - scores.min()
+        return (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        documents: list[Document],
+        query_embedding: list[float] | None = None,
+        lambda_threshold: float | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[Document]]:
+        """Return up to ``top_k`` documents in MMR order, each with ``meta["mmr_rank"]`` (1-based)."""
+        lam = self.lambda_threshold if lambda_threshold is None else float(lambda_threshold)
+        self._check_lambda(lam)
+        k = self.top_k if top_k is None else top_k
+        if not documents or k <= 0:
+            return {"documents": []}
+        dims = {len(d.embedding) for d in documents if d.embedding is not None}
+        if len(dims) > 1:
+            msg = f"Documents carry embeddings of different dimensions {sorted(dims)}"
+            raise ValueError(msg)
+        dim = dims.pop() if dims else (len(query_embedding) if query_embedding is not None else 1)
+        missing = sum(d.embedding is None for d in documents)
+        if missing:
+            logger.warning(
+                "%d of %d documents have no embedding; they do not count for diversity.",
+                missing,
+                len(documents),
+            )
+        emb = np.zeros((len(documents), dim), dtype=np.float32)
+        for i, d in enumerate(documents):
+            if d.embedding is not None:
+                emb[i] = d.embedding
+        norms = np.linalg.norm(emb, axis=1, keepdims=True)
+        emb = np.divide(emb, norms, out=np.zeros_like(emb), where=norms > 0)
+        query = None
+        if query_embedding is not None:
+            if len(query_embedding) != dim:
+                msg = f"query_embedding has dimension {len(query_embedding)}, documents have {dim}"
+                raise ValueError(msg)
+            query = np.asarray(query_embedding, dtype=np.float32)
+            query = query / max(float(np.linalg.norm(query)), 1e-12)
+        relevance = self._relevance(documents, query, emb)
+        picked = mmr_select(relevance, emb, k, lam, self.duplicate_threshold)
+        out = [replace(documents[i], meta={**documents[i].meta, "mmr_rank": r}) for r, i in enumerate(picked, 1)]
+        return {"documents": out}

@@ -1,0 +1,57 @@
+"""The document store both pipelines share, configured from arguments or the environment."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from haystack.utils import Secret
+
+from components.stores.qdrant_store import SharedQdrantDocumentStore
+
+DEFAULT_PATH = ".adaptive/qdrant"
+DEFAULT_INDEX = "adaptive"
+DEFAULT_DIM = 384
+QDRANT_URL_ENV = "QDRANT_URL"
+QDRANT_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
+
+#: Payload indexes that make the filters the pipelines use (source replacement, sections, levels) fast.
+PAYLOAD_INDEXES = [
+    {"field_name": "meta.doc_id", "field_schema": "keyword"},
+    {"field_name": "meta.source", "field_schema": "keyword"},
+    {"field_name": "meta.section_id", "field_schema": "keyword"},
+    {"field_name": "meta.level", "field_schema": "integer"},
+]
+
+
+def store_parameters(
+    path: str | None = None,
+    url: str | None = None,
+    index: str = DEFAULT_INDEX,
+    embedding_dim: int = DEFAULT_DIM,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Init parameters of the shared store: ``url`` (or ``$QDRANT_URL``) for a server, else a local ``path``
+    (``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``). Extra keyword arguments (``shard_number``,
+    ``replication_factor``, ``on_disk``...) pass through to ``QdrantDocumentStore``."""
+    url = url or os.environ.get(QDRANT_URL_ENV) or None
+    params: dict[str, Any] = {
+        "index": index,
+        "embedding_dim": embedding_dim,
+        "use_sparse_embeddings": True,
+        "sparse_idf": True,
+        "progress_bar": False,
+        "payload_fields_to_index": PAYLOAD_INDEXES,
+    }
+    if url:
+        params["url"] = url
+        params["api_key"] = Secret.from_env_var("QDRANT_API_KEY", strict=False)
+    else:
+        params["path"] = path or os.environ.get(QDRANT_PATH_ENV) or DEFAULT_PATH
+    params.update(extra)
+    return params
+
+
+def make_store(**kwargs: Any) -> SharedQdrantDocumentStore:
+    """A :class:`SharedQdrantDocumentStore` built from :func:`store_parameters`."""
+    return SharedQdrantDocumentStore(**store_parameters(**kwargs))

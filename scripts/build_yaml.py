@@ -1,0 +1,38 @@
+"""Write yaml/indexing.yaml and yaml/query.yaml from the Python builders (check the round trip).
+
+python scripts/build_yaml.py [--out yaml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from pipelines.indexing_pipeline import build_indexing_pipeline
+from pipelines.query_pipeline import build_query_pipeline
+from pipelines.store_config import make_store
+from pipelines.yaml_io import dump_pipeline, dumps_pipeline, loads_pipeline
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "yaml"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("build_yaml")
+    store = make_store(path=".adaptive/qdrant")  # never opened: building a pipeline does not touch the store
+    for name, pipeline in (
+        ("indexing", build_indexing_pipeline(store)),
+        ("query", build_query_pipeline(store)),
+    ):
+        path = dump_pipeline(pipeline, Path(args.out) / f"{name}.yaml")
+        text = path.read_text(encoding="utf-8")
+        if dumps_pipeline(loads_pipeline(text)) != text:
+            msg = f"{path}: YAML round trip is not stable"
+            raise SystemExit(msg)
+        log.info("wrote %s (round trip stable)", path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Index a real corpus with yaml/indexing.yaml and answer queries of every intent with yaml/query.yaml.
+
+    python scripts/demo.py [PATH ...] [--query TEXT ...] [--store DIR] [--force]
+
+Without PATH it indexes the Python language reference topics that ship with CPython (``pydoc_data``).
+The index persists in ``--store``; a second run skips unchanged files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import textwrap
+import time
+from pathlib import Path
+
+from pipelines.corpus import write_pydoc_topics
+from pipelines.indexing_pipeline import index_paths
+from pipelines.query_pipeline import run_query
+from pipelines.yaml_io import load_pipeline
+
+DEMO_QUERIES = [
+    "What happens when a break statement runs inside a loop with an else clause?",  # factual
+    "__aenter__ __aexit__",  # keyword
+    "Compare lists and tuples: how do mutable and immutable sequences differ?",  # analytical
+    "What do people think of using global variables in functions?",  # opinion
+    "What does the section on resolution of names say about free variables?",  # contextual
+    "Which exception is raised when the iterator that a for loop uses is exhausted?",  # relational
+    "Give an overview of the main topics the Python language reference covers",  # summary
+]
+
+
+def show(result: dict, top: int) -> None:
+    print(f"\nQ: {result['query']}")
+    probs = ", ".join(f"{k} {v:.2f}" for k, v in list(result["routing"]["probabilities"].items())[:3])
+    rules = ",".join(result["routing"]["rules"]) or "-"
+    print(f"   intent: {result['intent']} (confidence {result['confidence']:.2f}; {probs}; rules: {rules})")
+    strategy = result["strategy"]
+    weights = " ".join(f"{c}={w:.2f}" for c, w in strategy["weights"].items() if w > 0)
+    print(
+        f"   profile weights: {weights} | top_k={strategy['top_k']} fetch_k={strategy['fetch_k']} "
+        f"mmr_lambda={strategy['mmr_lambda']:.2f} rerank={strategy['rerank']}"
+    )
+    used = " ".join(f"{c}={w:.2f}" for c, w in result["weights"].items())
+    print(f"   channels used: {used} (skipped: {', '.join(result['fusion']['skipped']) or '-'})")
+    for rank, doc in enumerate(result["documents"][:top], start=1):
+        prov = " ".join(f"{c}#{r}" for c, r in doc.meta.get("channels", {}).items())
+        where = doc.meta.get("section") or doc.meta.get("title")
+        snippet = textwrap.shorten(doc.content or "", 90)
+        print(f"   {rank}. [{doc.score:.3f}] {where}  <{prov}>\n        {snippet}")
+    stages = " ".join(f"{k}={v:.1f}" for k, v in result["timings_ms"].items())
+    print(f"   timings ms: {stages}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", help="files or folders of .txt/.md/.html/.pdf (default: pydoc topics)")
+    parser.add_argument("--query", "-q", action="append", help="query to run (repeatable)")
+    parser.add_argument("--store", default=None, help="Qdrant local folder (default .adaptive/qdrant)")
+    parser.add_argument("--top", type=int, default=3, help="results shown per query")
+    parser.add_argument("--force", action="store_true", help="re-index unchanged files")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    paths = args.paths
+    queries = args.query or DEMO_QUERIES
+    if not paths:
+        corpus = Path(".adaptive/corpus/python-reference")
+        write_pydoc_topics(corpus)
+        paths = [str(corpus)]
+        print(f"Corpus: the Python language reference topics from CPython's pydoc_data, in {corpus}")
+    overrides = {"path": args.store} if args.store else {}
+
+    start = time.perf_counter()
+    indexing = load_pipeline("indexing", **overrides)
+    stats = index_paths(indexing, paths, force=args.force)
+    store = indexing.get_component("writer").document_store
+    print(
+        f"Indexing: {stats['files']} files, {stats['indexed']} (re)indexed, {stats['skipped']} unchanged; "
+        f"{stats['chunks_written']} chunks written, {stats['chunks_deleted']} stale removed; "
+        f"{store.count_documents()} nodes in the index ({time.perf_counter() - start:.1f} s)"
+    )
+
+    query = load_pipeline("query", **overrides)
+    query.warm_up()
+    for text in queries:
+        show(run_query(query, text), args.top)
+
+
+if __name__ == "__main__":
+    main()
