@@ -1,0 +1,42 @@
+"""Shared fixtures: the exported ONNX model, a throw-away Qdrant folder, and a small real indexed corpus."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+from components.models.export import export_model  # noqa: E402
+from components.models.paths import DEFAULT_MODEL, default_models_dir  # noqa: E402
+from components.stores.qdrant_store import release_all_clients  # noqa: E402
+
+REFERENCE_TOPICS = ["while", "for", "try", "with", "execmodel", "naming", "exceptions", "lambda", "global",
+                    "typesseq", "typesmapping", "break", "continue", "if", "import", "raise"]
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The exported all-MiniLM-L6-v2 folder (built once if missing, as scripts/setup does)."""
+    return export_model(name=DEFAULT_MODEL, models_dir=default_models_dir())
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Iterator[str]:
+    """A fresh Qdrant local folder; shared clients are released afterwards so the next test starts clean."""
+    yield str(tmp_path / "qdrant")
+    release_all_clients()
+
+
+@pytest.fixture(scope="session")
+def reference_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small real corpus: some Python language reference topics from CPython's ``pydoc_data``."""
+    from pydoc_data.topics import topics
+
+    folder = tmp_path_factory.mktemp("python-reference")
+    for name in REFERENCE_TOPICS:
+        (folder / f"{name}.txt").write_text(topics[name], encoding="utf-8")
+    return folder
