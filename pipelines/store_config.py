@@ -41,9 +41,10 @@ def store_parameters(
         "use_sparse_embeddings": True,
         "sparse_idf": True,
         "progress_bar": False,
-        "payload_fields_to_index": PAYLOAD_INDEXES,
     }
     if url:
+        # Local mode ignores payload indexes (and warns); a server needs them for fast filtered deletes.
+        params["payload_fields_to_index"] = PAYLOAD_INDEXES
         params["url"] = url
         params["api_key"] = Secret.from_env_var("QDRANT_API_KEY", strict=False)
     else:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from components.models.paths import model_file, resolve_model_dir
+from components.models.paths import PRECISION_FILES, model_file, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,9 @@ class OnnxEncoder:
 
         self.model_dir = resolve_model_dir(model)
         self.precision = precision
+        if precision not in PRECISION_FILES and precision not in ("bf16", "fp8"):
+            msg = f"Unknown precision '{precision}'. Choose one of fp32, int8 (CPU) or fp16, bf16, fp8 (GPU)."
+            raise ValueError(msg)
         if device == "cpu" and precision not in ("fp32", "int8"):
             msg = f"precision '{precision}' needs a GPU; on CPU choose 'fp32' or 'int8' (see README, 'GPU' section)."
             raise ValueError(msg)

@@ -53,6 +53,8 @@ class QdrantDenseRetriever(QdrantEmbeddingRetriever):
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
+        # Opening the store first surfaces a collection/config dimension conflict with Qdrant's own message.
+        self._document_store._initialize_client()
         expected = self._document_store.embedding_dim
         if len(query_embedding) != expected:
             msg = (

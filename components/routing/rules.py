@@ -39,8 +39,8 @@ _COMPARISON = re.compile(
     r"\b(compare[sd]?|comparison|differences?|differ|versus|vs\.?|trade-?offs?|pros and cons|"
     r"advantages and disadvantages|contrast|both|same (?:\w+ )?as|in common|"
     r"(?:which|who|what) (?:\w+ ){0,3}(?:is|was|are|were|has|had|came|come|did) "
-    r"(?:\w+ )?(?:older|younger|larger|smaller|longer|shorter|earlier|later|first|higher|lower|bigger|more|less|"
-    r"faster|slower))\b",
+    r"(?:\w+ )?(?:older|younger|larger|smaller|longer|shorter|earlier|later|higher|lower|bigger|more|less|"
+    r"faster|slower)|(?:came|come|started|founded|formed|published|released|born|opened) first)\b",
     re.IGNORECASE,
 )
 _SUMMARY = re.compile(

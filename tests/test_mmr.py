@@ -1,0 +1,76 @@
+"""MMRSelector against a brute-force reference, including λ = 0 and λ = 1."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from haystack import Document
+
+from components.selection.mmr import mmr_select
+from components.selection.mmr_selector import MMRSelector
+
+
+def brute_force_mmr(relevance: np.ndarray, emb: np.ndarray, k: int, lam: float) -> list[int]:
+    """Textbook MMR written with plain loops, as the reference."""
+    selected: list[int] = []
+    for _ in range(min(k, len(relevance))):
+        best, best_value = -1, -np.inf
+        for i in range(len(relevance)):
+            if i in selected:
+                continue
+            redundancy = max((float(emb[i] @ emb[j]) for j in selected), default=0.0)
+            value = lam * relevance[i] - (1 - lam) * redundancy
+            if value > best_value:
+                best, best_value = i, value
+        selected.append(best)
+    return selected
+
+
+@pytest.mark.parametrize(("lam", "seed"), itertools.product([0.0, 0.3, 0.5, 0.7, 1.0], range(5)))
+def test_vectorised_mmr_equals_brute_force(lam: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(40, 16)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    relevance = rng.random(40)
+    assert mmr_select(relevance, emb, 10, lam) == brute_force_mmr(relevance, emb, 10, lam)
+
+
+def test_lambda_one_is_relevance_order_and_lambda_zero_maximises_diversity() -> None:
+    emb = np.array([[1, 0], [0.99, 0.141], [0, 1], [0.7071, 0.7071]], dtype=np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    relevance = np.array([0.9, 0.8, 0.3, 0.5])
+    assert mmr_select(relevance, emb, 4, 1.0) == [0, 1, 3, 2]
+    # λ = 0: first pick is arbitrary among equals (index 0), then the least similar one, the orthogonal doc 2.
+    assert mmr_select(relevance, emb, 2, 0.0)[1] == 2
+
+
+def _documents() -> list[Document]:
+    vectors = {"a": [1.0, 0.0], "a_copy": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}
+    scores = {"a": 1.0, "a_copy": 0.99, "b": 0.7, "c": 0.5}
+    return [Document(id=i, content=i, embedding=v, score=scores[i]) for i, v in vectors.items()]
+
+
+def test_selector_reuses_embeddings_and_drops_near_duplicates() -> None:
+    out = MMRSelector(top_k=3, lambda_threshold=0.7).run(documents=_documents())["documents"]
+    assert [d.id for d in out] == ["a", "b", "c"]
+    assert [d.meta["mmr_rank"] for d in out] == [1, 2, 3]
+    keep = MMRSelector(top_k=4, lambda_threshold=1.0, duplicate_threshold=None).run(documents=_documents())
+    assert [d.id for d in keep["documents"]] == ["a", "a_copy", "b", "c"]
+
+
+def test_lambda_per_query_and_query_relevance() -> None:
+    selector = MMRSelector(top_k=2, relevance="query", duplicate_threshold=None)
+    out = selector.run(documents=_documents(), query_embedding=[0.0, 1.0], lambda_threshold=1.0)
+    assert [d.id for d in out["documents"]] == ["c", "b"]
+    with pytest.raises(ValueError, match="lambda_threshold"):
+        selector.run(documents=_documents(), query_embedding=[0.0, 1.0], lambda_threshold=1.5)
+    with pytest.raises(ValueError, match="dimension"):
+        selector.run(documents=_documents(), query_embedding=[0.0, 1.0, 0.0])
+
+
+def test_empty_input_and_missing_embeddings() -> None:
+    assert MMRSelector().run(documents=[])["documents"] == []
+    docs = [Document(id="x", content="x", score=1.0), Document(id="y", content="y", score=0.5)]
+    assert [d.id for d in MMRSelector(top_k=2).run(documents=docs)["documents"]] == ["x", "y"]

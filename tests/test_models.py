@@ -1,0 +1,95 @@
+"""ONNX export and embedders: idempotent export, INT8 accuracy, no torch at query time, clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from haystack import Document
+
+from components.models.document_embedder import OnnxDocumentEmbedder
+from components.models.export import export_model
+from components.models.onnx_encoder import OnnxEncoder
+from components.models.text_embedder import OnnxTextEmbedder
+
+PASSAGES = [
+    "The while statement is used for repeated execution as long as an expression is true.",
+    "A break statement executed in the first suite terminates the loop without executing the else clause.",
+    "Names refer to objects. Names are introduced by name binding operations.",
+    "The try statement specifies exception handlers and/or cleanup code for a group of statements.",
+    "Lists are mutable sequences, typically used to store collections of homogeneous items.",
+]
+
+
+def test_export_is_idempotent(model_dir: Path) -> None:
+    before = {p.name: p.stat().st_mtime_ns for p in model_dir.glob("*.onnx")}
+    assert {"model.onnx", "model_int8.onnx"} <= set(before)
+    export_model(models_dir=model_dir.parent, name=model_dir.name)
+    assert {p.name: p.stat().st_mtime_ns for p in model_dir.glob("*.onnx")} == before
+
+
+def test_int8_stays_close_to_fp32(model_dir: Path) -> None:
+    fp32 = OnnxEncoder.get(str(model_dir), "fp32").encode(PASSAGES)
+    int8 = OnnxEncoder.get(str(model_dir), "int8").encode(PASSAGES)
+    cosines = (fp32 * int8).sum(axis=1)
+    assert cosines.min() > 0.97, cosines
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-4)
+
+
+def test_encoding_keeps_input_order_across_batches(model_dir: Path) -> None:
+    encoder = OnnxEncoder.get(str(model_dir), "fp32")
+    together = encoder.encode(PASSAGES, batch_size=2)
+    alone = np.vstack([encoder.encode([p]) for p in PASSAGES])
+    assert np.allclose(together, alone, atol=1e-4)
+    # Dynamic INT8 quantises activations per batch, so padding partners shift results slightly, never much.
+    int8 = OnnxEncoder.get(str(model_dir), "int8")
+    batched, single = int8.encode(PASSAGES, batch_size=5), np.vstack([int8.encode([p]) for p in PASSAGES])
+    assert (batched * single).sum(axis=1).min() > 0.98
+
+
+def test_document_embedder_copies_and_embeds_meta(model_dir: Path) -> None:
+    embedder = OnnxDocumentEmbedder(model=str(model_dir), meta_fields_to_embed=["title"], progress_bar=False)
+    docs = [Document(content=PASSAGES[0], meta={"title": "while"})]
+    out = embedder.run(docs)["documents"]
+    assert docs[0].embedding is None and len(out[0].embedding) == 384
+    with pytest.raises(TypeError, match="OnnxTextEmbedder"):
+        embedder.run("a string")
+
+
+def test_text_embedder_errors(model_dir: Path) -> None:
+    embedder = OnnxTextEmbedder(model=str(model_dir))
+    with pytest.raises(ValueError, match="empty"):
+        embedder.run("  ")
+    with pytest.raises(TypeError):
+        embedder.run(["not", "a", "string"])
+    long_query = "word " * 2000
+    out = embedder.run(long_query)
+    assert out["meta"]["truncated"] is True and len(out["embedding"]) == 384
+
+
+def test_missing_model_and_precision_errors(tmp_path: Path, model_dir: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="export_models.py"):
+        OnnxTextEmbedder(model=str(tmp_path / "nope")).warm_up()
+    with pytest.raises(ValueError, match="Unknown precision"):
+        OnnxEncoder(str(model_dir), precision="int4")
+    with pytest.raises(ValueError, match="needs a GPU"):
+        OnnxEncoder(str(model_dir), precision="fp8")
+
+
+def test_query_path_runs_without_torch(model_dir: Path) -> None:
+    # Haystack imports torch opportunistically when it is installed; blocking it proves our query path never needs it.
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "from components.models.text_embedder import OnnxTextEmbedder\n"
+        "from components.routing.intent_router import IntentRouter\n"
+        f"e = OnnxTextEmbedder(model={str(model_dir)!r}); e.warm_up()\n"
+        "v = e.run('hello')['embedding']\n"
+        f"r = IntentRouter(model={str(model_dir)!r}); r.warm_up(); r.run(query='hello', query_embedding=v)\n"
+        "print(len(v), sys.modules['torch'] is None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "384 True"
