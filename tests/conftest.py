@@ -10,9 +10,9 @@ import pytest
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from components.models.export import export_model  # noqa: E402
-from components.models.paths import DEFAULT_MODEL, default_models_dir  # noqa: E402
-from components.stores.qdrant_store import release_all_clients  # noqa: E402
+from components.models.export import export_model
+from components.models.paths import DEFAULT_MODEL, default_models_dir
+from components.stores.qdrant_store import release_all_clients
 
 REFERENCE_TOPICS = ["while", "for", "try", "with", "execmodel", "naming", "exceptions", "lambda", "global",
                     "typesseq", "typesmapping", "break", "continue", "if", "import", "raise"]
