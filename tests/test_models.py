@@ -11,6 +11,7 @@ import pytest
 from haystack import Document
 
 from components.models.document_embedder import OnnxDocumentEmbedder
+from components.models.encoder import get_encoder
 from components.models.export import export_model
 from components.models.onnx_encoder import OnnxEncoder
 from components.models.text_embedder import OnnxTextEmbedder
@@ -74,9 +75,12 @@ def test_missing_model_and_precision_errors(tmp_path: Path, model_dir: Path) -> 
     with pytest.raises(FileNotFoundError, match="export_models.py"):
         OnnxTextEmbedder(model=str(tmp_path / "nope")).warm_up()
     with pytest.raises(ValueError, match="Unknown precision"):
-        OnnxEncoder(str(model_dir), precision="int4")
-    with pytest.raises(ValueError, match="needs a GPU"):
-        OnnxEncoder(str(model_dir), precision="fp8")
+        get_encoder(str(model_dir), precision="int4")
+    with pytest.raises(ValueError, match="Unknown ONNX precision"):
+        OnnxEncoder(str(model_dir), precision="fp16")
+    for precision in ("fp16", "bf16", "fp8"):
+        with pytest.raises(ValueError, match="needs a GPU"):
+            OnnxTextEmbedder(model=str(model_dir), precision=precision).warm_up()
 
 
 def test_query_path_runs_without_torch(model_dir: Path) -> None:
