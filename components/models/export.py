@@ -61,19 +61,24 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> Path:
 
 
 def _export_fp32(source: Path, out_dir: Path) -> Path:
+    import warnings
+
     from optimum.exporters.onnx import main_export
 
     tmp_dir = out_dir / ".export-tmp"
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    main_export(
-        model_name_or_path=str(source),
-        output=str(tmp_dir),
-        task="feature-extraction",
-        opset=17,
-        device="cpu",
-        local_files_only=True,
-        do_validation=False,
-    )
+    with warnings.catch_warnings():
+        # torch.jit tracing warns about every Python branch in the model; they are expected for export.
+        warnings.simplefilter("ignore")
+        main_export(
+            model_name_or_path=str(source),
+            output=str(tmp_dir),
+            task="feature-extraction",
+            opset=17,
+            device="cpu",
+            local_files_only=True,
+            do_validation=False,
+        )
     target = out_dir / PRECISION_FILES["fp32"]
     (tmp_dir / "model.onnx").replace(target)
     shutil.rmtree(tmp_dir, ignore_errors=True)
