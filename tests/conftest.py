@@ -14,8 +14,24 @@ from components.models.export import export_model
 from components.models.paths import DEFAULT_MODEL, default_models_dir
 from components.stores.qdrant_store import release_all_clients
 
-REFERENCE_TOPICS = ["while", "for", "try", "with", "execmodel", "naming", "exceptions", "lambda", "global",
-                    "typesseq", "typesmapping", "break", "continue", "if", "import", "raise"]
+REFERENCE_TOPICS = [
+    "while",
+    "for",
+    "try",
+    "with",
+    "execmodel",
+    "naming",
+    "exceptions",
+    "lambda",
+    "global",
+    "typesseq",
+    "typesmapping",
+    "break",
+    "continue",
+    "if",
+    "import",
+    "raise",
+]
 
 
 @pytest.fixture(scope="session")

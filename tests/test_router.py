@@ -15,18 +15,25 @@ from components.routing.rules import structural_reference
 
 # Held-out examples: none of these strings is an exemplar in routing/data/exemplars.json.
 CLEAR = {
-    "factual": ["In which year did the first transatlantic telegraph cable go into service?",
-                "What is the default encoding used when opening text files?"],
+    "factual": [
+        "In which year did the first transatlantic telegraph cable go into service?",
+        "What is the default encoding used when opening text files?",
+    ],
     "keyword": ["KeyError __missing__", "ERR_CONNECTION_RESET 0x2746"],
-    "analytical": ["Compare the memory behaviour of arrays and linked lists",
-                   "What are the trade-offs between threads and processes?"],
-    "opinion": ["What do critics think about the new stadium design?",
-                "How was the sequel received by reviewers?"],
+    "analytical": [
+        "Compare the memory behaviour of arrays and linked lists",
+        "What are the trade-offs between threads and processes?",
+    ],
+    "opinion": ["What do critics think about the new stadium design?", "How was the sequel received by reviewers?"],
     "contextual": ["What does Section 4.1 say about naming?", "What is reported in Table 3?"],
-    "relational": ["Which company employs the engineer who designed the bridge that collapsed?",
-                   "In which country was the founder of the label that signed the band born?"],
-    "summary": ["Summarise the main themes across all of these documents",
-                "Give an overview of everything this collection covers"],
+    "relational": [
+        "Which company employs the engineer who designed the bridge that collapsed?",
+        "In which country was the founder of the label that signed the band born?",
+    ],
+    "summary": [
+        "Summarise the main themes across all of these documents",
+        "Give an overview of everything this collection covers",
+    ],
 }
 
 
@@ -43,8 +50,9 @@ def encoder(model_dir: Path) -> OnnxEncoder:
 
 
 @pytest.mark.parametrize(("intent", "query"), [(i, q) for i, qs in CLEAR.items() for q in qs])
-def test_clear_examples_route_to_their_intent(router: IntentRouter, encoder: OnnxEncoder, intent: str,
-                                              query: str) -> None:
+def test_clear_examples_route_to_their_intent(
+    router: IntentRouter, encoder: OnnxEncoder, intent: str, query: str
+) -> None:
     out = router.run(query=query, query_embedding=encoder.encode([query])[0].tolist())
     assert out["intent"] == intent, out["routing"]
     assert 0.0 < out["confidence"] <= 1.0
