@@ -1,0 +1,227 @@
+"""The ``adaptive-retrieval`` command: index files, query with diagnostics, serve over REST, draw the pipelines.
+
+Every subcommand loads the YAML pipelines (``yaml/``); the store is the local Qdrant folder given by ``--store``
+(else ``$ADAPTIVE_QDRANT_PATH``, else ``.adaptive/qdrant``) or a server given by ``--url`` (or ``$QDRANT_URL``).
+
+Usage::
+
+    adaptive-retrieval index docs/ notes.md          # progress bar; unchanged files are skipped
+    adaptive-retrieval query "What does Section 3.2 say about termination?"
+    adaptive-retrieval query --json "error E1045"    # the full response with diagnostics, as JSON
+    adaptive-retrieval serve --port 1416             # Hayhooks REST app (+ /diagrams)
+    adaptive-retrieval draw --out build/diagrams --format mmd svg png html
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+STORE_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
+QDRANT_URL_ENV = "QDRANT_URL"
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A user-facing error: printed as ``error: <message>`` without a traceback."""
+
+
+def _store_overrides(args: argparse.Namespace) -> dict[str, str]:
+    """``load_pipeline`` overrides from ``--url``/``--store`` (none: the environment or the YAML decide)."""
+    if getattr(args, "url", None):
+        return {"url": args.url}
+    if getattr(args, "store", None):
+        return {"path": os.path.abspath(args.store)}
+    return {}
+
+
+def _progress_callback(out: TextIO) -> tuple[Any, Any]:
+    """A tqdm bar over files and the ``progress(done, total)`` callback that drives it."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit="file", desc="indexing files", file=out, dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, progress
+
+
+def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
+    """Index files and folders (``.md``, ``.txt``, ``.html``, ``.pdf``, recursively)."""
+    from pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, collect_files, index_paths, store_of
+    from pipelines.yaml_io import load_pipeline
+
+    try:
+        files = collect_files(args.paths)
+    except FileNotFoundError as err:
+        raise CliError(str(err)) from err
+    if not files:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        msg = f"No supported file under {', '.join(args.paths)} (supported: {supported})"
+        raise CliError(msg)
+    pipeline = load_pipeline("indexing", **_store_overrides(args))
+    bar, progress = _progress_callback(sys.stderr)
+    try:
+        counts = index_paths(pipeline, files, force=args.force, batch_files=args.batch_files, progress=progress)
+    finally:
+        if bar.total is None:  # nothing needed indexing: close the bar as complete, not as "0 files, unknown total"
+            bar.total = 0
+        bar.close()
+    total = store_of(pipeline).count_documents()
+    print(
+        f"{counts['files']} files: {counts['indexed']} indexed, {counts['skipped']} unchanged; "
+        f"{counts['chunks_written']} chunks written, {counts['chunks_deleted']} removed; {total} documents in store",
+        file=out,
+    )
+    return 0
+
+
+def _print_query(response: Any, out: TextIO, full: bool) -> None:
+    strategy = response.strategy
+    print(f"intent: {response.intent} (confidence {response.confidence:.2f})", file=out)
+    print(
+        "strategy: "
+        + " ".join(f"{k}={strategy[k]}" for k in ("top_k", "fetch_k", "mmr_lambda", "rerank") if k in strategy),
+        file=out,
+    )
+    print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in response.weights.items()), file=out)
+    if response.structural:
+        print(f"structural: {response.structural}", file=out)
+    if response.gate:
+        print(f"gate: {json.dumps(response.gate, default=str)}", file=out)
+    print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in response.timings_ms.items()), file=out)
+    if not response.documents:
+        print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)
+    for i, doc in enumerate(response.documents, 1):
+        where = doc.section or doc.title or ""
+        channels = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
+        score = f"{doc.score:.3f}" if doc.score is not None else "-"
+        print(f"\n{i:>2}. [{score}] {where}  ({channels})\n    {doc.source or doc.id}", file=out)
+        text = " ".join((doc.content or "").split())
+        if not full:
+            text = textwrap.shorten(text, width=300, placeholder=" …")
+        print(textwrap.indent(textwrap.fill(text, width=100), "    "), file=out)
+
+
+def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
+    """Retrieve passages for a question and show the routing diagnostics."""
+    from pipelines.query_pipeline import run_query
+    from pipelines.serving import QueryResponse
+    from pipelines.yaml_io import load_pipeline
+
+    text = " ".join(args.text).strip()
+    if not text:
+        msg = "The query is empty: pass a question or keywords, e.g. adaptive-retrieval query 'what is MMR?'"
+        raise CliError(msg)
+    pipeline = load_pipeline("query", **_store_overrides(args))
+    response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
+    if args.json:
+        print(response.model_dump_json(indent=2), file=out)
+    else:
+        _print_query(response, out, args.full)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    """Serve the wrappers under ``pipelines/`` with Hayhooks (plus ``/diagrams``)."""
+    from hayhooks.server.app import run_app
+
+    from pipelines.app import create_app
+
+    # The wrappers load their pipelines inside the server: they read the store from the environment.
+    overrides = _store_overrides(args)
+    if "url" in overrides:
+        os.environ[QDRANT_URL_ENV] = overrides["url"]
+    elif "path" in overrides:
+        os.environ[STORE_PATH_ENV] = overrides["path"]
+        os.environ.pop(QDRANT_URL_ENV, None)
+    print(f"serving on http://{args.host}:{args.port} (docs at /docs, diagrams at /diagrams)", file=out)
+    out.flush()
+    run_app(create_app(args.pipelines_dir), host=args.host, port=args.port)
+    return 0
+
+
+def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
+    """Write the pipelines' mermaid text and render it offline (SVG/PNG/PDF, HTML page)."""
+    from pipelines.drawing import draw_pipelines
+
+    for path in draw_pipelines(args.out, names=args.pipeline, formats=args.format, style=args.style):
+        print(path, file=out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and ``--help``)."""
+    from pipelines.drawing import FORMATS, PIPELINE_NAMES
+
+    parser = argparse.ArgumentParser(
+        prog="adaptive-retrieval",
+        description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,serve,draw}")
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
+    store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
+
+    p = sub.add_parser("index", parents=[store], help="index files and folders", description=cmd_index.__doc__)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.md .txt .html .pdf)")
+    p.add_argument("--force", action="store_true", help="re-index files even when unchanged")
+    p.add_argument("--batch-files", type=int, default=16, help="files per pipeline run (default 16)")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("query", parents=[store], help="retrieve with diagnostics", description=cmd_query.__doc__)
+    p.add_argument("text", nargs="+", metavar="TEXT", help="the question or keywords")
+    p.add_argument("--top-k", type=int, default=None, help="show at most this many documents")
+    p.add_argument("--json", action="store_true", help="print the full response as JSON")
+    p.add_argument("--full", action="store_true", help="print whole passages instead of a preview")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("serve", parents=[store], help="serve the REST API (Hayhooks)", description=cmd_serve.__doc__)
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=1416, help="port (default 1416)")
+    p.add_argument("--pipelines-dir", default=None, help="folder of pipeline wrappers (default: the package's)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)
+    p.add_argument("--out", default="build/diagrams", help="output folder (default build/diagrams)")
+    p.add_argument("--format", nargs="+", choices=FORMATS, default=["mmd", "svg"], help="formats (default mmd svg)")
+    p.add_argument("--style", choices=["compact", "detailed"], default="compact", help="diagram style")
+    p.add_argument("--pipeline", nargs="+", choices=PIPELINE_NAMES, default=list(PIPELINE_NAMES))
+    p.set_defaults(func=cmd_draw)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
+    out = out or sys.stdout
+    args = build_parser().parse_args(argv)
+    if getattr(args, "top_k", None) is not None and args.top_k < 1:
+        build_parser().error("--top-k must be at least 1")
+    if getattr(args, "batch_files", 1) < 1:
+        build_parser().error("--batch-files must be at least 1")
+    from pipelines.drawing import RendererNotInstalledError
+    from pipelines.yaml_io import PipelineLoadError
+
+    try:
+        return args.func(args, out)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError) as err:
+        # RuntimeError covers Qdrant's "storage folder is already accessed by another instance" (a server holds
+        # the folder): its message says what to do.
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

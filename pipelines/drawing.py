@@ -1,0 +1,183 @@
+"""Mermaid diagrams of the two pipelines, rendered offline to SVG/PNG (mermaid-cli driving Debian's chromium)
+or to a self-contained HTML page (mermaid.js from ``node_modules``).
+
+Haystack's ``Pipeline.draw``/``show`` post the graph to mermaid.ink, which fails offline; everything here runs
+locally. ``scripts/setup`` installs the renderer: ``apt-get install chromium`` and ``npm ci`` (``package.json``
+at the repository root pins ``@mermaid-js/mermaid-cli`` and ``mermaid``).
+
+Usage::
+
+    from pipelines.drawing import draw_pipelines, mermaid_texts
+
+    texts = mermaid_texts()                                  # {"indexing": "flowchart TD ...", "query": ...}
+    paths = draw_pipelines("build/diagrams", formats=("mmd", "svg", "png"))
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from haystack import Pipeline
+
+from pipelines.mermaid import pipeline_to_mermaid
+from pipelines.yaml_io import loads_pipeline, resolve_yaml
+
+logger = logging.getLogger(__name__)
+
+PIPELINE_NAMES = ("indexing", "query")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Where ``npm ci`` puts the renderer; ``$ADAPTIVE_NODE_MODULES`` points elsewhere.
+NODE_MODULES_ENV = "ADAPTIVE_NODE_MODULES"
+#: Chromium binary for mermaid-cli (the variable puppeteer itself reads); default: ``chromium`` on ``$PATH``.
+CHROMIUM_ENV = "PUPPETEER_EXECUTABLE_PATH"
+FORMATS = ("mmd", "svg", "png", "pdf", "html")
+Style = Literal["compact", "detailed"]
+
+
+class RendererNotInstalledError(RuntimeError):
+    """mermaid-cli or chromium is missing (``scripts/setup`` installs both)."""
+
+
+def node_modules() -> Path:
+    """The ``node_modules`` folder holding mermaid-cli and mermaid.js."""
+    return Path(os.environ.get(NODE_MODULES_ENV) or REPO_ROOT / "node_modules")
+
+
+def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:
+    """Build ``yaml/<name>.yaml`` (or a YAML path) without connecting to its store: only the graph is needed."""
+    return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"))
+
+
+def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, style: Style = "compact") -> dict[str, str]:
+    """``{name: mermaid text}`` for the packaged pipelines (or YAML paths)."""
+    return {Path(str(n)).stem: pipeline_to_mermaid(pipeline_for_drawing(n), style=style) for n in names}
+
+
+def mermaid_js() -> Path:
+    """mermaid.js for browsers (served by the REST app, inlined into the HTML file)."""
+    path = node_modules() / "mermaid" / "dist" / "mermaid.min.js"
+    if not path.is_file():
+        msg = f"{path} is missing: run scripts/setup (it runs `npm ci` for the offline diagram renderer)"
+        raise RendererNotInstalledError(msg)
+    return path
+
+
+def find_renderer() -> tuple[Path, Path]:
+    """Paths of the ``mmdc`` command and the chromium it drives."""
+    mmdc = node_modules() / ".bin" / "mmdc"
+    if not mmdc.exists():
+        msg = f"mermaid-cli is not installed ({mmdc} missing): run scripts/setup"
+        raise RendererNotInstalledError(msg)
+    chromium = os.environ.get(CHROMIUM_ENV) or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium or not Path(chromium).exists():
+        msg = "chromium is not installed: run scripts/setup (apt-get install chromium) or set PUPPETEER_EXECUTABLE_PATH"
+        raise RendererNotInstalledError(msg)
+    if shutil.which("node") is None:
+        msg = "node is not on PATH: mermaid-cli needs Node.js"
+        raise RendererNotInstalledError(msg)
+    return mmdc, Path(chromium)
+
+
+def html_page(texts: dict[str, str], script_src: str | None = None, title: str = "Adaptive retrieval pipelines") -> str:
+    """An HTML page that renders each mermaid text in the browser with mermaid.js.
+
+    :param script_src: URL of mermaid.js (the REST app serves it); ``None`` inlines the local copy so the file
+        opens offline anywhere.
+    """
+    if script_src is None:
+        script = f"<script>{mermaid_js().read_text(encoding='utf-8')}</script>"
+    else:
+        script = f'<script src="{html.escape(script_src)}"></script>'
+    sections = "\n".join(
+        f'<section id="{html.escape(name)}"><h2>{html.escape(name)}</h2>\n'
+        # Escaped: the labels hold <br/> and <i>, which mermaid reads back from the element's text.
+        f'<pre class="mermaid">\n{html.escape(text)}</pre></section>'
+        for name, text in texts.items()
+    )
+    return (
+        "<!doctype html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
+        "<style>body{font-family:sans-serif;margin:2em}pre.mermaid{background:#fff}</style>\n"
+        f"{script}\n"
+        "</head><body>\n"
+        f"<h1>{html.escape(title)}</h1>\n{sections}\n"
+        "<script>mermaid.initialize({startOnLoad: true, securityLevel: 'strict'});</script>\n"
+        "</body></html>\n"
+    )
+
+
+def render(text: str, out: str | Path, timeout: float = 120.0) -> Path:
+    """Render mermaid ``text`` to ``out`` (``.svg``, ``.png`` or ``.pdf``) with mermaid-cli, offline.
+
+    :raises RendererNotInstalledError: when mermaid-cli or chromium is missing.
+    :raises RuntimeError: when mermaid-cli fails (its message is included).
+    """
+    out = Path(out)
+    if out.suffix not in (".svg", ".png", ".pdf"):
+        msg = f"Cannot render to '{out.suffix}': use .svg, .png or .pdf"
+        raise ValueError(msg)
+    mmdc, chromium = find_renderer()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mmdc-") as tmp:
+        source = Path(tmp) / "diagram.mmd"
+        source.write_text(text, encoding="utf-8")
+        config = Path(tmp) / "puppeteer.json"
+        # --no-sandbox: CI and containers run as root, where chromium refuses its sandbox.
+        config.write_text(json.dumps({"executablePath": str(chromium), "args": ["--no-sandbox", "--disable-gpu"]}))
+        command = [str(mmdc), "-q", "-i", str(source), "-o", str(out), "-p", str(config), "-b", "white"]
+        if out.suffix == ".png":
+            command += ["-s", "2"]
+        env = {**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1", CHROMIUM_ENV: str(chromium)}
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        except subprocess.TimeoutExpired as err:
+            msg = f"mermaid-cli did not finish rendering {out.name} within {timeout:.0f} s"
+            raise RuntimeError(msg) from err
+    if done.returncode != 0 or not out.exists() or out.stat().st_size == 0:
+        msg = f"mermaid-cli failed to render {out.name} (exit {done.returncode}): {done.stderr.strip()[-2000:]}"
+        raise RuntimeError(msg)
+    logger.info("Rendered %s", out)
+    return out
+
+
+def draw_pipelines(
+    out_dir: str | Path,
+    names: Iterable[str] = PIPELINE_NAMES,
+    formats: Iterable[str] = ("mmd", "svg"),
+    style: Style = "compact",
+) -> list[Path]:
+    """Write ``<name>.<format>`` for each pipeline into ``out_dir`` (``html`` writes one ``pipelines.html``).
+
+    :returns: the files written, in order.
+    """
+    formats = list(formats)
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        msg = f"Unknown diagram format(s) {unknown}: choose from {list(FORMATS)}"
+        raise ValueError(msg)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    texts = mermaid_texts(names, style=style)
+    written: list[Path] = []
+    for name, text in texts.items():
+        for fmt in formats:
+            if fmt == "mmd":
+                path = out_dir / f"{name}.mmd"
+                path.write_text(text, encoding="utf-8")
+                written.append(path)
+            elif fmt != "html":
+                written.append(render(text, out_dir / f"{name}.{fmt}"))
+    if "html" in formats:
+        path = out_dir / "pipelines.html"
+        path.write_text(html_page(texts), encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,88 @@
+"""Hayhooks wrapper of the indexing pipeline (``yaml/indexing.yaml``): upload files to index them.
+
+Served as ``POST /indexing/run`` (multipart: one or more ``files``, optional ``force``) and as the handler of
+the OpenAI-compatible ``POST /v1/files``. Uploads are kept under ``uploads/`` beside the Qdrant folder, so
+uploading a changed file of the same name replaces its chunks and an unchanged one is skipped.
+
+Usage::
+
+    curl -s localhost:1416/indexing/run -F files=@notes.md -F files=@report.pdf
+"""
+
+from __future__ import annotations
+
+# First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
+import pipelines.serving  # noqa: F401
+
+# isort: split
+
+import logging
+import threading
+import time
+
+from fastapi import HTTPException, UploadFile
+from hayhooks import BasePipelineWrapper
+
+from pipelines.indexing_pipeline import index_paths, store_of
+from pipelines.serving import IndexResponse, UploadRejectedError, save_upload, uploads_dir
+from pipelines.yaml_io import load_pipeline
+
+logger = logging.getLogger(__name__)
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """Indexes uploaded files into the process-wide shared store; one indexing run at a time."""
+
+    # Uploads need multipart form data, which MCP tool calls cannot send.
+    skip_mcp = True
+
+    def setup(self) -> None:
+        """Load ``yaml/indexing.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and the models."""
+        self.pipeline = load_pipeline("indexing")
+        self.pipeline.warm_up()
+        self.store = store_of(self.pipeline)
+        self.uploads = uploads_dir(self.store)
+        # Indexing is CPU-bound and replaces chunks per source: serialising runs keeps replacements atomic
+        # per file while queries go on in parallel.
+        self._lock = threading.Lock()
+
+    def _index(self, uploads: list[tuple[str | None, bytes]], force: bool) -> IndexResponse:
+        start = time.perf_counter()
+        with self._lock:
+            try:
+                paths = [save_upload(self.uploads, name, content) for name, content in uploads]
+            except UploadRejectedError as err:
+                raise HTTPException(status_code=400, detail=str(err)) from err
+            counts = index_paths(self.pipeline, paths, force=force)
+            total = self.store.count_documents()
+        sources = [str(p) for p in paths]
+        return IndexResponse(
+            **counts,
+            sources=sources,
+            documents_total=total,
+            timings_ms={"total": round((time.perf_counter() - start) * 1000, 2)},
+        )
+
+    def run_api(self, files: list[UploadFile] | None = None, force: bool = False) -> IndexResponse:
+        """Index uploaded files (.md, .txt, .html, .pdf): split by section, embed dense + sparse, write.
+
+        :param files: the files to index (multipart form field ``files``, repeatable).
+        :param force: re-index even files whose content has not changed.
+        :returns: counts of files and chunks, and the store's document total.
+        """
+        if not files:
+            raise HTTPException(status_code=400, detail="No file uploaded: send one or more multipart 'files'")
+        return self._index([(f.filename, f.file.read()) for f in files], force)
+
+    def run_file_upload(self, filename: str | None, content_type: str | None, content: bytes, purpose: str) -> dict:
+        """OpenAI ``/v1/files``: index the uploaded file and describe it as an OpenAI FileObject."""
+        result = self._index([(filename, content)], force=False)
+        return {
+            "id": "file-" + result.sources[0].rsplit("/", 1)[-1],
+            "object": "file",
+            "bytes": len(content),
+            "created_at": int(time.time()),
+            "filename": filename or "",
+            "purpose": purpose,
+            "status": "processed",
+        }

@@ -1,0 +1,69 @@
+"""Hayhooks wrapper of the adaptive query pipeline (``yaml/query.yaml``).
+
+Served by ``hayhooks run --pipelines-dir pipelines`` (or ``adaptive-retrieval serve``) as ``POST /query/run``
+(documents with routing, fusion, gate diagnostics and timings), ``POST /v1/chat/completions`` with
+``model="query"`` (the retrieved context as the answer; no LLM needed) and the MCP tool ``query``.
+
+Usage::
+
+    curl -s localhost:1416/query/run -H 'content-type: application/json' -d '{"query": "What is MMR?"}'
+"""
+
+from __future__ import annotations
+
+# First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
+import pipelines.serving  # noqa: F401
+
+# isort: split
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import HTTPException
+from hayhooks import BasePipelineWrapper
+from pydantic import Field
+
+from pipelines.query_pipeline import run_query
+from pipelines.serving import QueryResponse, context_text, last_user_text
+from pipelines.yaml_io import load_pipeline
+
+logger = logging.getLogger(__name__)
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """Runs the query pipeline synchronously (Qdrant local mode has no async client); the store is the
+    process-wide shared one, so the indexing wrapper's writes are visible at once."""
+
+    def setup(self) -> None:
+        """Load ``yaml/query.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and load the models."""
+        self.pipeline = load_pipeline("query")
+        self.pipeline.warm_up()
+
+    def _retrieve(self, query: str, top_k: int | None = None) -> QueryResponse:
+        try:
+            result = run_query(self.pipeline, query)
+        except ValueError as err:
+            # run_query rejects empty queries with ValueError: a client error, not a server fault.
+            raise HTTPException(status_code=400, detail=str(err)) from err
+        return QueryResponse.from_result(result, top_k=top_k)
+
+    def run_api(
+        self,
+        query: Annotated[str, Field(max_length=4000)],
+        top_k: Annotated[int | None, Field(ge=1, le=200)] = None,
+    ) -> QueryResponse:
+        """Retrieve passages for a question, with the intent, confidence, channel weights, provenance and timings.
+
+        :param query: the question or keywords.
+        :param top_k: return at most this many documents (default: as many as the router's strategy selects).
+        :returns: documents and diagnostics.
+        """
+        return self._retrieve(query, top_k)
+
+    def run_chat_completion(self, model: str, messages: list[dict], body: dict[str, Any]) -> str:
+        """OpenAI-compatible chat: the answer is the retrieved context for the last user message."""
+        try:
+            query = last_user_text(messages)
+        except ValueError as err:
+            raise HTTPException(status_code=400, detail=str(err)) from err
+        return context_text(self._retrieve(query))

@@ -1,0 +1,242 @@
+"""What the Hayhooks wrappers share: response models with the diagnostics, upload handling, chat context.
+
+The wrappers in ``pipelines/query`` and ``pipelines/indexing`` stay thin; the logic lives here so that the
+REST app, the CLI and the tests use one implementation.
+
+Usage::
+
+    from pipelines.query_pipeline import run_query
+    from pipelines.serving import QueryResponse
+
+    response = QueryResponse.from_result(run_query(pipeline, "What does Section 3.2 say?"))
+    response.intent, response.weights, response.documents[0].provenance
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document
+from pydantic import BaseModel, ConfigDict, Field
+
+# Hayhooks imports the wrapper modules in parallel threads, and two threads importing qdrant_client's circular
+# modules at once fail ("partially initialized module"). Every wrapper imports this module first and alone, so
+# the whole stack loads once, under this module's import lock, while the other threads wait for it.
+import pipelines.drawing
+import pipelines.query_pipeline  # noqa: F401
+from pipelines.indexing_pipeline import SUPPORTED_SUFFIXES
+
+logger = logging.getLogger(__name__)
+
+#: Folder for uploaded files; default: ``uploads`` beside the local Qdrant folder (``.adaptive/uploads``).
+UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
+#: Largest accepted upload, in bytes (``$ADAPTIVE_MAX_UPLOAD_MB``, default 50 MB).
+MAX_UPLOAD_BYTES = int(float(os.environ.get("ADAPTIVE_MAX_UPLOAD_MB", "50")) * 1024 * 1024)
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+class UploadRejectedError(ValueError):
+    """An uploaded file cannot be indexed (type, size, name or content); the message says why."""
+
+
+def plain(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays, tuples, sets and Documents turned into JSON-ready Python values."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Document):
+        return RetrievedDocument.from_document(value).model_dump()
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+class RetrievedDocument(BaseModel):
+    """One retrieved passage with its provenance (which channel found it, at which rank)."""
+
+    id: str
+    content: str | None = None
+    score: float | None = Field(None, description="Fused (weighted RRF) or final score")
+    source: str | None = None
+    title: str | None = None
+    section: str | None = None
+    provenance: dict[str, int] = Field(default_factory=dict, description="channel → rank in that channel's list")
+    channel_scores: dict[str, float] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, doc: Document) -> RetrievedDocument:
+        """Build from a Haystack ``Document`` (embeddings are left out: large and of no use to a client)."""
+        meta = plain(doc.meta or {})
+        provenance = meta.pop("channels", None) or {}
+        channel_scores = meta.pop("channel_scores", None) or {}
+        return cls(
+            id=doc.id,
+            content=doc.content,
+            score=plain(doc.score),
+            source=meta.get("source"),
+            title=meta.get("title"),
+            section=meta.get("section"),
+            provenance=provenance,
+            channel_scores=channel_scores,
+            meta=meta,
+        )
+
+
+class QueryResponse(BaseModel):
+    """Retrieved documents with the routing, fusion and gate diagnostics and per-stage timings.
+
+    Diagnostics that the query pipeline adds later (new channels, retries) pass through as extra fields.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    query: str
+    documents: list[RetrievedDocument]
+    intent: str = Field(description="Most probable intent (factual, keyword, analytical, ...)")
+    confidence: float = Field(description="Router probability of that intent")
+    weights: dict[str, float] = Field(description="Channel weights the joiner applied (renormalised)")
+    strategy: dict[str, Any] = Field(default_factory=dict, description="top_k, fetch_k, mmr_lambda, rerank")
+    structural: dict[str, Any] | None = None
+    routing: dict[str, Any] = Field(default_factory=dict)
+    fusion: dict[str, Any] = Field(default_factory=dict)
+    gate: dict[str, Any] | None = Field(None, description="Quality gate decision and its signals, if any")
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any], top_k: int | None = None) -> QueryResponse:
+        """From the dict :func:`pipelines.query_pipeline.run_query` returns; ``top_k`` trims the documents."""
+        data = {k: plain(v) for k, v in result.items() if k != "documents"}
+        documents = [RetrievedDocument.from_document(d) for d in result.get("documents", [])]
+        return cls(documents=documents[:top_k] if top_k else documents, **data)
+
+    def __str__(self) -> str:
+        # MCP tools return str(result): make that JSON rather than a repr.
+        return self.model_dump_json()
+
+
+class IndexResponse(BaseModel):
+    """Outcome of an indexing request."""
+
+    files: int = Field(description="Supported files received")
+    indexed: int = Field(description="Files (re)indexed")
+    skipped: int = Field(description="Files unchanged since they were indexed")
+    chunks_written: int
+    chunks_deleted: int
+    sources: list[str] = Field(default_factory=list, description="Source names of the files, as stored in meta")
+    documents_total: int = Field(description="Documents in the store after indexing")
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.model_dump_json()
+
+
+def uploads_dir(store: Any) -> Path:
+    """Where uploads are kept (re-uploading a file of the same name replaces its chunks, as the source is the same).
+
+    ``$ADAPTIVE_UPLOAD_DIR``, else ``uploads`` beside a local Qdrant folder, else ``.adaptive/uploads``.
+    """
+    if configured := os.environ.get(UPLOAD_DIR_ENV):
+        return Path(configured).expanduser().resolve()
+    path = getattr(store, "path", None)
+    if path:
+        return (Path(path).expanduser().resolve().parent / "uploads").resolve()
+    return Path(".adaptive/uploads").resolve()
+
+
+def safe_filename(filename: str | None) -> str:
+    """The base name of an uploaded file, stripped of directories and odd characters.
+
+    :raises UploadRejectedError: without a usable name or with an unsupported extension.
+    """
+    name = _SAFE_NAME.sub("_", Path((filename or "").replace("\\", "/")).name).strip(" .")
+    if not name:
+        msg = "The uploaded file has no usable name: send it with a filename such as notes.md"
+        raise UploadRejectedError(msg)
+    suffix = Path(name).suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        msg = f"Cannot index '{name}': unsupported file type '{suffix or '(none)'}'; supported: " + ", ".join(
+            sorted(SUPPORTED_SUFFIXES)
+        )
+        raise UploadRejectedError(msg)
+    return name
+
+
+def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
+    """Check and write one uploaded file into ``folder``; returns its path.
+
+    :raises UploadRejectedError: for an unsupported type, an empty or oversized file, or text that is not UTF-8.
+    """
+    name = safe_filename(filename)
+    if not content:
+        msg = f"The uploaded file '{name}' is empty"
+        raise UploadRejectedError(msg)
+    if len(content) > MAX_UPLOAD_BYTES:
+        msg = f"The uploaded file '{name}' has {len(content)} bytes; the limit is {MAX_UPLOAD_BYTES}"
+        raise UploadRejectedError(msg)
+    if Path(name).suffix.lower() == ".pdf":
+        if not content.startswith(b"%PDF"):
+            msg = f"The uploaded file '{name}' is not a PDF (no %PDF header)"
+            raise UploadRejectedError(msg)
+    else:
+        try:
+            content.decode("utf-8")
+        except UnicodeDecodeError as err:
+            msg = f"The uploaded file '{name}' is not UTF-8 text: {err}"
+            raise UploadRejectedError(msg) from err
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    # Write then rename, so a concurrent reader never sees half a file.
+    partial = path.with_name(f".{name}.partial")
+    partial.write_bytes(content)
+    partial.replace(path)
+    return path
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message of an OpenAI-style chat (string or list-of-parts content).
+
+    :raises ValueError: when there is no user message with text.
+    """
+    for message in reversed(messages or []):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(
+                part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+            )
+        if isinstance(content, str) and content.strip():
+            return content.strip()
+    msg = "The chat has no user message with text: send messages=[{'role': 'user', 'content': '...'}]"
+    raise ValueError(msg)
+
+
+def context_text(response: QueryResponse, max_chars: int = 1200) -> str:
+    """The retrieved context as chat text: a diagnostics line, then numbered passages with their sources."""
+    weights = ", ".join(f"{c}={w:.2f}" for c, w in response.weights.items())
+    lines = [f"Retrieved {len(response.documents)} passages (intent {response.intent}, {response.confidence:.2f}; "]
+    lines[0] += f"weights {weights})."
+    if response.gate:
+        lines.append(f"Quality gate: {response.gate.get('decision', response.gate)}")
+    for i, doc in enumerate(response.documents, 1):
+        where = doc.section or doc.title or doc.source or doc.id
+        channels = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
+        text = (doc.content or "").strip()
+        if len(text) > max_chars:
+            text = text[:max_chars].rstrip() + " …"
+        lines.append(f"\n[{i}] {where} ({channels})\n{text}")
+    if not response.documents:
+        lines.append("No passage matched: index documents first (POST /indexing/run).")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""The ``adaptive-retrieval`` command line: index with a progress bar, query with diagnostics, clear errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.cli import main
+from components.routing.profiles import INTENTS
+
+TOPICS = {"try.txt": "try", "with.txt": "with", "lambda.txt": "lambda"}
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    from pydoc_data.topics import topics
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, topic in TOPICS.items():
+        (folder / name).write_text(topics[topic], encoding="utf-8")
+    (folder / "ignored.bin").write_bytes(b"\x00\x01")
+    return folder
+
+
+def test_index_then_query_with_diagnostics(
+    docs: Path, store_path: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ADAPTIVE_QDRANT_PATH", raising=False)
+    assert main(["index", str(docs), "--store", store_path, "--batch-files", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("3 files: 3 indexed, 0 unchanged;")
+    assert "indexing files" in err and "3/3" in err  # the progress bar, on stderr
+
+    assert main(["index", str(docs), "--store", store_path]) == 0
+    assert capsys.readouterr().out.startswith("3 files: 0 indexed, 3 unchanged; 0 chunks written")
+
+    assert main(["query", "--store", store_path, "--top-k", "2", "How", "does", "a", "finally", "clause", "work?"]) == 0
+    out = capsys.readouterr().out
+    for line in ("intent: ", "strategy: top_k=", "weights: dense=", "timings (ms): "):
+        assert line in out, out
+    assert "try.txt" in out and " 1. [" in out and " 3. [" not in out
+
+    assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["intent"] in INTENTS and result["documents"]
+    assert Path(result["documents"][0]["source"]).name == "lambda.txt"
+    assert result["documents"][0]["provenance"] and result["timings_ms"]["total"] > 0
+
+
+def test_errors_are_clear_and_without_traceback(
+    tmp_path: Path, store_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", str(tmp_path / "nowhere"), "--store", store_path]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "does not exist" in err and "Traceback" not in err
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "x.bin").write_bytes(b"\x00")
+    assert main(["index", str(tmp_path / "empty"), "--store", store_path]) == 1
+    assert "No supported file" in capsys.readouterr().err
+
+    assert main(["query", "--store", store_path, "   "]) == 1
+    assert "query is empty" in capsys.readouterr().err
+
+    for argv in (["query", "--top-k", "0", "x"], ["draw", "--format", "gif"], ["index"], ["frobnicate"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2, argv
+        assert "usage: adaptive-retrieval" in capsys.readouterr().err
+
+
+def test_draw_writes_mermaid_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["draw", "--out", str(tmp_path), "--format", "mmd", "--pipeline", "query"]) == 0
+    written = capsys.readouterr().out.split()
+    assert written == [str(tmp_path / "query.mmd")]
+    assert (tmp_path / "query.mmd").read_text(encoding="utf-8").startswith("flowchart TD")
+
+
+def test_console_script_is_installed(tmp_path: Path) -> None:
+    command = shutil.which("adaptive-retrieval", path=str(Path(sys.executable).parent))
+    assert command, "pip install -e . declares the adaptive-retrieval entry point"
+    done = subprocess.run([command, "--help"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and all(c in done.stdout for c in ("index", "query", "serve", "draw"))
+    done = subprocess.run(
+        [command, "index", str(tmp_path / "missing"), "--store", str(tmp_path / "q")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and "error:" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,325 @@
+"""The REST app over real HTTP: uvicorn on loopback serving the Hayhooks wrappers over a throw-away Qdrant folder.
+
+Also checks that ``hayhooks run --pipelines-dir`` itself discovers and serves the wrappers (subprocess), that
+malformed requests get a 4xx with a clear message and leave the index intact, and that indexing while
+querying loses no document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from components.routing.profiles import CHANNELS, INTENTS
+from components.stores.qdrant_store import release_all_clients
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = {"try.txt": "try", "with.txt": "with", "lambda.md": "lambda", "import.txt": "import"}
+
+
+def _topic(name: str) -> str:
+    from pydoc_data.topics import topics
+
+    return topics[name]
+
+
+def _store(path: Path) -> Any:
+    from pipelines.store_config import make_store
+
+    return make_store(path=str(path))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The app of ``adaptive-retrieval serve`` on a free loopback port, with a small corpus uploaded over HTTP."""
+    from pipelines.app import create_app, running_server
+
+    folder = tmp_path_factory.mktemp("served")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTIVE_QDRANT_PATH", str(folder / "qdrant"))
+        mp.delenv("QDRANT_URL", raising=False)
+        mp.delenv("ADAPTIVE_UPLOAD_DIR", raising=False)
+        app = create_app()
+        with running_server(app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            files = [("files", (name, _topic(topic))) for name, topic in CORPUS.items()]
+            upload = client.post("/indexing/run", files=files)
+            assert upload.status_code == 200, upload.text
+            yield {"url": url, "client": client, "folder": folder, "app": app, "upload": upload.json()["result"]}
+    release_all_clients()
+
+
+def _count(served: dict[str, Any]) -> int:
+    return _store(served["folder"] / "qdrant").count_documents()
+
+
+def _query(client: httpx.Client, query: str, **extra: Any) -> dict[str, Any]:
+    response = client.post("/query/run", json={"query": query, **extra})
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_status_lists_the_wrappers(served: dict[str, Any]) -> None:
+    status = served["client"].get("/status").json()
+    assert {"query", "indexing", "diagrams"} <= set(status["pipelines"])
+
+
+def test_upload_indexes_into_the_shared_store(served: dict[str, Any]) -> None:
+    result = served["upload"]
+    assert result["files"] == result["indexed"] == len(CORPUS)
+    assert result["chunks_written"] > len(CORPUS)
+    # The query wrapper reads the store the indexing wrapper wrote: one client per folder per process.
+    assert result["documents_total"] == _count(served) >= result["chunks_written"]
+    uploads = served["folder"] / "uploads"
+    assert sorted(Path(s).name for s in result["sources"]) == sorted(CORPUS)
+    assert all(Path(s).parent == uploads for s in result["sources"])
+
+
+def test_query_returns_documents_with_diagnostics(served: dict[str, Any]) -> None:
+    result = _query(served["client"], "What happens to an exception raised in a finally clause?", top_k=3)
+    assert 1 <= len(result["documents"]) <= 3
+    assert Path(result["documents"][0]["source"]).name == "try.txt"
+    assert result["intent"] in INTENTS
+    assert 0.0 < result["confidence"] <= 1.0
+    assert set(result["weights"]) <= set(CHANNELS)
+    assert sum(result["weights"].values()) == pytest.approx(1.0, abs=1e-6)
+    assert {"top_k", "fetch_k", "mmr_lambda"} <= set(result["strategy"])
+    assert result["timings_ms"]["total"] > 0
+    assert {"router", "joiner"} <= set(result["timings_ms"])
+    for doc in result["documents"]:
+        assert doc["provenance"], "every fused document says which channel found it"
+        assert set(doc["provenance"]) <= set(result["weights"])
+        assert "embedding" not in doc["meta"]
+    assert "gate" in result  # null until the pipeline has a quality gate; then its decision
+
+
+def test_reupload_skips_unchanged_and_replaces_changed(served: dict[str, Any]) -> None:
+    client = served["client"]
+    first = client.post("/indexing/run", files=[("files", ("notes.md", "# Notes\n\nquokka " * 40))]).json()["result"]
+    before = _count(served)
+    again = client.post("/indexing/run", files=[("files", ("notes.md", "# Notes\n\nquokka " * 40))]).json()["result"]
+    assert (again["skipped"], again["chunks_written"], again["documents_total"]) == (1, 0, before)
+    changed = client.post("/indexing/run", files=[("files", ("notes.md", "# Notes\n\nplatypus only."))])
+    changed = changed.json()["result"]
+    assert changed["indexed"] == 1 and changed["chunks_deleted"] >= first["chunks_written"] - 1
+    assert changed["documents_total"] == before - first["chunks_written"] + changed["chunks_written"]
+    top = _query(client, "platypus", top_k=1)["documents"][0]
+    assert Path(top["source"]).name == "notes.md" and "platypus" in top["content"]
+
+
+BAD_REQUESTS = [
+    ("missing query", "post", "/query/run", {"json": {}}, 422, "query"),
+    ("query not a string", "post", "/query/run", {"json": {"query": 5}}, 422, "valid string"),
+    ("empty query", "post", "/query/run", {"json": {"query": "   "}}, 400, "empty"),
+    ("top_k zero", "post", "/query/run", {"json": {"query": "x", "top_k": 0}}, 422, "greater than or equal"),
+    ("query too long", "post", "/query/run", {"json": {"query": "x" * 5000}}, 422, "at most"),
+    (
+        "invalid JSON",
+        "post",
+        "/query/run",
+        {"content": b"{not json", "headers": {"content-type": "application/json"}},
+        422,
+        "JSON",
+    ),
+    ("no file", "post", "/indexing/run", {}, 400, "No file uploaded"),
+    ("unsupported type", "post", "/indexing/run", {"files": [("files", ("x.exe", b"MZ"))]}, 400, "unsupported"),
+    ("empty file", "post", "/indexing/run", {"files": [("files", ("e.md", b""))]}, 400, "empty"),
+    ("not UTF-8", "post", "/indexing/run", {"files": [("files", ("b.txt", b"\xff\xfe\x00bad"))]}, 400, "UTF-8"),
+    ("fake PDF", "post", "/indexing/run", {"files": [("files", ("f.pdf", b"hello"))]}, 400, "not a PDF"),
+    ("no filename", "post", "/indexing/run", {"files": [("files", ("..", b"text"))]}, 400, "name"),
+    (
+        "chat without user text",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "query", "messages": [{"role": "system", "content": "hi"}]}},
+        400,
+        "user message",
+    ),
+    (
+        "chat unknown model",
+        "post",
+        "/v1/chat/completions",
+        {"json": {"model": "nope", "messages": [{"role": "user", "content": "hi"}]}},
+        404,
+        "not found",
+    ),
+    ("unknown diagram", "get", "/diagrams/nope.mmd", {}, 404, "No pipeline"),
+    ("diagram suffix", "get", "/diagrams/query.gif", {}, 404, ".svg"),
+    ("diagram style", "post", "/diagrams/run", {"json": {"style": "fancy"}}, 422, "compact"),
+]
+
+
+def test_malformed_requests_get_a_clear_4xx_and_keep_the_index(served: dict[str, Any]) -> None:
+    client = served["client"]
+    before = _count(served)
+    for label, method, path, kwargs, status, message in BAD_REQUESTS:
+        response = getattr(client, method)(path, **kwargs)
+        assert response.status_code == status, f"{label}: {response.status_code} {response.text}"
+        assert message.lower() in response.text.lower(), f"{label}: unclear message {response.text}"
+    assert _count(served) == before
+    assert _query(served["client"], "lambda expression")["documents"]
+
+
+def test_chat_completion_returns_retrieved_context(served: dict[str, Any]) -> None:
+    body = {"model": "query", "messages": [{"role": "user", "content": "How do lambda expressions work?"}]}
+    response = served["client"].post("/v1/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    message = response.json()["choices"][0]["message"]
+    assert message["role"] == "assistant"
+    assert message["content"].startswith("Retrieved ")
+    assert "lambda" in message["content"].lower() and "[1]" in message["content"]
+
+
+def test_openai_file_upload_indexes_the_file(served: dict[str, Any]) -> None:
+    text = "# The while loop\n\n" + _topic("while")
+    response = served["client"].post("/v1/files", files={"file": ("while.md", text)}, data={"purpose": "assistants"})
+    assert response.status_code == 200, response.text
+    assert response.json()["filename"] == "while.md"
+    top = _query(served["client"], "while loop with an else clause", top_k=3)["documents"]
+    assert any(Path(d["source"]).name == "while.md" for d in top)
+
+
+def test_diagram_routes_name_every_component(served: dict[str, Any]) -> None:
+    client = served["client"]
+    registry = served["app"].state.pipeline_registry
+    for name in ("query", "indexing"):
+        text = client.get(f"/diagrams/{name}.mmd").text
+        components = list(registry.get(name).pipeline.graph.nodes)
+        assert components and all(f'{c}["{c}' in text for c in components), text
+    page = client.get("/diagrams")
+    assert page.status_code == 200 and page.text.count('<pre class="mermaid">') == 2
+    assert '<script src="/diagrams/mermaid.min.js">' in page.text
+    script = client.get("/diagrams/mermaid.min.js")
+    assert script.status_code == 200 and len(script.content) > 100_000
+    served_texts = client.post("/diagrams/run", json={}).json()
+    assert served_texts["query"] == client.get("/diagrams/query.mmd").text
+
+
+def test_diagram_page_renders_in_headless_chromium(served: dict[str, Any]) -> None:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed (scripts/setup installs it)")
+    # --virtual-time-budget lets mermaid.js finish rendering before the DOM is dumped.
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=15000", "--dump-dom"]
+    done = subprocess.run(
+        [chromium, *flags, f"{served['url']}/diagrams"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    dom = done.stdout
+    assert dom.count("<svg") >= 2, done.stderr[-2000:]
+    registry = served["app"].state.pipeline_registry
+    for name in ("query", "indexing"):
+        for component in registry.get(name).pipeline.graph.nodes:
+            assert f">{component}<" in dom, f"{component} missing from the rendered page"
+
+
+def test_mcp_tool_runs_the_query(served: dict[str, Any]) -> None:
+    pytest.importorskip("mcp", reason="hayhooks[mcp] is not installed")
+    from hayhooks.server.utils.mcp_utils import list_pipelines_as_tools, run_pipeline_as_tool
+
+    registry = served["app"].state.pipeline_registry
+    tools = {tool.name: tool for tool in asyncio.run(list_pipelines_as_tools(registry))}
+    assert "query" in tools and "indexing" not in tools and "diagrams" not in tools
+    assert "query" in tools["query"].inputSchema["properties"]
+    content = asyncio.run(run_pipeline_as_tool(registry, "query", {"query": "import a module", "top_k": 2}))
+    result = json.loads(content[0].text)
+    assert result["intent"] in INTENTS and len(result["documents"]) == 2
+
+
+BULLETINS = [("quetzal", "global"), ("axolotl", "nonlocal"), ("narwhal", "pass")]
+
+
+def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> None:
+    client = served["client"]
+    store = _store(served["folder"] / "qdrant")
+    ids_before = {d.id for d in store.filter_documents()}
+    stop = threading.Event()
+    outcomes: list[int | str] = []
+
+    def query_loop() -> None:
+        with httpx.Client(base_url=served["url"], timeout=120) as own:
+            while not stop.is_set():
+                try:
+                    outcomes.append(own.post("/query/run", json={"query": "context manager exit"}).status_code)
+                except httpx.HTTPError as err:
+                    outcomes.append(repr(err))
+
+    threads = [threading.Thread(target=query_loop) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    written = 0
+    try:
+        for i, (word, topic) in enumerate(BULLETINS):
+            text = f"# Bulletin {i}\n\nThe {word} procedure.\n\n" + _topic(topic)
+            result = client.post("/indexing/run", files=[("files", (f"bulletin{i}.md", text))]).json()["result"]
+            assert result["chunks_deleted"] == 0
+            written += result["chunks_written"]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert outcomes and all(o == 200 for o in outcomes), [o for o in outcomes if o != 200][:5]
+    ids_after = {d.id for d in store.filter_documents()}
+    assert ids_before <= ids_after
+    assert len(ids_after) == len(ids_before) + written
+    assert len(store.get_documents_by_id(sorted(ids_after))) == len(ids_after)
+    for i, (word, _) in enumerate(BULLETINS):
+        top = _query(client, f"{word} procedure", top_k=3)["documents"]
+        assert any(Path(d["source"]).name == f"bulletin{i}.md" for d in top), [d["source"] for d in top]
+
+
+def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
+    """``hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and stray modules in it."""
+    from pipelines.app import free_port
+
+    folder = tmp_path / "pipelines"
+    shutil.copytree(REPO / "pipelines", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "serving.cpython-311.pyc").write_bytes(b"\x00junk")
+    (folder / "query" / "__pycache__").mkdir()
+    (folder / "query" / "__pycache__" / "pipeline_wrapper.cpython-311.pyc").write_bytes(b"\x00junk")
+    port = free_port()
+    env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    env.pop("QDRANT_URL", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    hayhooks = Path(sys.executable).with_name("hayhooks")
+    command = [str(hayhooks), "run", "--pipelines-dir", str(folder), "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                status = httpx.get(f"{url}/status", timeout=5).json()
+                if len(status.get("pipelines", [])) >= 3:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        assert sorted(status.get("pipelines", [])) == ["diagrams", "indexing", "query"], status
+        response = httpx.post(f"{url}/query/run", json={"query": "anything"}, timeout=60)
+        assert response.status_code == 200, response.text
+        assert response.json()["result"]["documents"] == []
+        assert (tmp_path / "qdrant").is_dir(), "the wrappers must use $ADAPTIVE_QDRANT_PATH"
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
