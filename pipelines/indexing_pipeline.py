@@ -1,10 +1,11 @@
-"""The indexing pipeline: files → converters → cleaner → section splitter → sparse + dense embedders → writer."""
+"""The indexing pipeline: files → converters → cleaner → section splitter → sparse + dense embedders → section tree
+→ writer."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,18 @@ from haystack.components.joiners import DocumentJoiner
 from haystack.components.preprocessors import DocumentCleaner
 from haystack.components.routers import FileTypeRouter
 
+from components.indexing.community_detector import CommunityDetector
+from components.indexing.entity_extractor import EntityExtractor
+from components.indexing.graph_writer import GraphWriter
 from components.indexing.replacing_writer import ReplacingDocumentWriter
 from components.indexing.section_splitter import SectionSplitter
+from components.indexing.section_tree_builder import SectionTreeBuilder
 from components.models.document_embedder import OnnxDocumentEmbedder
 from components.models.paths import DEFAULT_MODEL
 from components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from components.stores.graph_store import GraphStore
 from components.stores.qdrant_store import SharedQdrantDocumentStore
-from pipelines.store_config import make_store
+from pipelines.store_config import make_graph_store, make_store
 
 logger = logging.getLogger(__name__)
 
@@ -40,13 +46,19 @@ def build_indexing_pipeline(
     precision: str = "int8",
     chunk_words: int = 180,
     progress_bar: bool = True,
+    graph_store: GraphStore | None = None,
 ) -> Pipeline:
-    """Build the indexing pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``).
+    """Build the indexing pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``) and
+    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
+
+    Chunks also go to the knowledge graph: entity extraction → graph writer (incremental per document) →
+    community detector (recomputes once enough of the graph changed).
 
     Markdown goes through ``TextFileToDocument`` rather than ``MarkdownToDocument`` so that its ``#`` headings
     reach the section splitter; HTML is extracted to Markdown for the same reason.
     """
     store = store or make_store()
+    graph_store = graph_store or make_graph_store(qdrant_path=store.path)
     p = Pipeline()
     p.add_component(
         "file_router",
@@ -88,7 +100,11 @@ def build_indexing_pipeline(
             meta_fields_to_embed=["title", "section_path"],
         ),
     )
+    p.add_component("section_tree", SectionTreeBuilder(model=model, precision=precision))
     p.add_component("writer", ReplacingDocumentWriter(document_store=store))
+    p.add_component("entity_extractor", EntityExtractor())
+    p.add_component("graph_writer", GraphWriter(graph_store=graph_store))
+    p.add_component("community_detector", CommunityDetector(graph_store=graph_store, model=model, precision=precision))
     p.connect("file_router.text/plain", "txt_converter.sources")
     p.connect("file_router.text/markdown", "md_converter.sources")
     p.connect("file_router.text/html", "html_converter.sources")
@@ -99,7 +115,15 @@ def build_indexing_pipeline(
     p.connect("cleaner.documents", "splitter.documents")
     p.connect("splitter.documents", "sparse_embedder.documents")
     p.connect("sparse_embedder.documents", "dense_embedder.documents")
-    p.connect("dense_embedder.documents", "writer.documents")
+    # The tree comes after the dense embedder: centroids, central chunks and segment cuts reuse the chunk vectors,
+    # and chunks and summary nodes reach the writer in one batch, so replacing a document by doc_id also replaces
+    # (or deletes) its stale summaries. Summaries skip the sparse embedder: the BM25 channel serves chunks only.
+    p.connect("dense_embedder.documents", "section_tree.documents")
+    p.connect("section_tree.documents", "writer.documents")
+    # The graph branch reads the chunks before embedding: Haystack copies inputs, and vectors are not needed.
+    p.connect("splitter.documents", "entity_extractor.documents")
+    p.connect("entity_extractor.entities", "graph_writer.entities")
+    p.connect("graph_writer.chunks_changed", "community_detector.chunks_changed")
     return p
 
 
@@ -143,12 +167,17 @@ def indexed_hashes(store: Any, sources: list[str]) -> dict[str, str]:
 
 
 def index_paths(
-    pipeline: Pipeline, paths: Iterable[str | Path], force: bool = False, batch_files: int = 64
+    pipeline: Pipeline,
+    paths: Iterable[str | Path],
+    force: bool = False,
+    batch_files: int = 64,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Index the supported files under ``paths`` with an indexing pipeline (built or loaded from YAML).
 
     Unchanged files (same SHA-256 as when indexed) are skipped unless ``force``; changed files replace their
-    chunks. Returns counts: ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``.
+    chunks. ``progress(done, total)`` is called after each batch (the CLI draws a bar with it). Returns counts:
+    ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``.
     """
     files = collect_files(paths)
     store = store_of(pipeline)
@@ -164,6 +193,8 @@ def index_paths(
         )
         written += result["writer"]["documents_written"]
         deleted += result["writer"]["documents_deleted"]
+        if progress is not None:
+            progress(start + len(batch), len(todo))
     return {
         "files": len(files),
         "indexed": len(todo),
@@ -173,12 +204,22 @@ def index_paths(
     }
 
 
-def delete_sources(store: Any, sources: Iterable[str | Path]) -> int:
-    """Delete every node (chunks and summaries) of the given sources; returns how many were removed."""
+def graph_store_of(pipeline: Pipeline) -> GraphStore | None:
+    """The graph store of the pipeline's graph writer (``None`` for a pipeline without one)."""
+    names = {name for name, _ in pipeline.walk()}
+    return pipeline.get_component("graph_writer").graph_store if "graph_writer" in names else None
+
+
+def delete_sources(store: Any, sources: Iterable[str | Path], graph_store: GraphStore | None = None) -> int:
+    """Delete every node (chunks and summaries) of the given sources, and their chunks in ``graph_store`` when
+    given (see :func:`graph_store_of`); returns how many document-store nodes were removed."""
     names = [str(Path(s).expanduser().resolve()) if Path(s).expanduser().exists() else str(s) for s in sources]
     if not names:
         return 0
-    ids = [d.id for d in store.filter_documents(filters={"field": "meta.source", "operator": "in", "value": names})]
+    found = store.filter_documents(filters={"field": "meta.source", "operator": "in", "value": names})
+    ids = [d.id for d in found]
     if ids:
         store.delete_documents(ids)
+    if graph_store is not None:
+        graph_store.delete_documents(sorted({str(d.meta["doc_id"]) for d in found if d.meta.get("doc_id")}))
     return len(ids)

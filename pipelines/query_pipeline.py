@@ -1,4 +1,5 @@
-"""The adaptive query pipeline: embed once → route → dense + sparse channels → weighted RRF → MMR."""
+"""The adaptive query pipeline: embed once → route → channels → weighted RRF → MMR → rerank → quality gate,
+which loops back to routing with a wider strategy when the evidence is weak."""
 
 from __future__ import annotations
 
@@ -7,18 +8,27 @@ from typing import Any
 from haystack import Document, Pipeline
 
 from components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from components.gating.quality_gate import QualityGate
+from components.gating.retry_loop import RetryLoop
 from components.models.paths import DEFAULT_MODEL
 from components.models.sparse_text_embedder import Bm25TextEmbedder
 from components.models.text_embedder import OnnxTextEmbedder
+from components.ranking.late_interaction_ranker import LateInteractionRanker
+from components.retrieval.graph_global_retriever import GraphGlobalRetriever
+from components.retrieval.graph_local_retriever import GraphLocalRetriever
 from components.retrieval.qdrant_dense_retriever import QdrantDenseRetriever
 from components.retrieval.qdrant_sparse_retriever import QdrantSparseRetriever
+from components.retrieval.section_tree_retriever import SectionTreeRetriever
 from components.routing.intent_router import IntentRouter
 from components.selection.mmr_selector import MMRSelector
+from components.stores.graph_store import GraphStore
 from components.stores.qdrant_store import SharedQdrantDocumentStore
-from pipelines.store_config import make_store
+from pipelines.store_config import make_graph_store, make_store
 from pipelines.timing import stage_timings
 
-CHANNELS = ["dense", "sparse"]
+CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global"]
+#: The dense and sparse channels search chunks only: the section tree's summary nodes share the collection.
+CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
 
 
 def build_query_pipeline(
@@ -26,20 +36,33 @@ def build_query_pipeline(
     model: str = DEFAULT_MODEL,
     precision: str = "int8",
     profiles: dict[str, dict[str, Any]] | None = None,
+    graph_store: GraphStore | None = None,
 ) -> Pipeline:
-    """Build the query pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``)."""
+    """Build the query pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``) and
+    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder)."""
     store = store or make_store()
+    graph_store = graph_store or make_graph_store(qdrant_path=store.path)
     p = Pipeline()
     p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision))
     p.add_component("sparse_embedder", Bm25TextEmbedder())
     p.add_component("router", IntentRouter(model=model, precision=precision, profiles=profiles))
-    p.add_component("dense", QdrantDenseRetriever(document_store=store))
-    p.add_component("sparse", QdrantSparseRetriever(document_store=store))
+    p.add_component("dense", QdrantDenseRetriever(document_store=store, filters=CHUNKS_ONLY))
+    p.add_component("sparse", QdrantSparseRetriever(document_store=store, filters=CHUNKS_ONLY))
+    p.add_component("section", SectionTreeRetriever(document_store=store))
+    p.add_component("graph_local", GraphLocalRetriever(graph_store=graph_store, document_store=store))
+    p.add_component("graph_global", GraphGlobalRetriever(graph_store=graph_store, document_store=store))
     p.add_component("joiner", WeightedRRFJoiner(channels=CHANNELS))
     p.add_component("mmr", MMRSelector())
+    p.add_component("ranker", LateInteractionRanker(model=model, precision=precision))
+    p.add_component("gate", QualityGate())
+    p.add_component("loop", RetryLoop())
 
     p.connect("query_embedder.embedding", "router.query_embedding")
     p.connect("query_embedder.embedding", "dense.query_embedding")
+    p.connect("query_embedder.embedding", "section.query_embedding")
+    p.connect("router.structural", "section.structural")
+    p.connect("query_embedder.embedding", "graph_local.query_embedding")
+    p.connect("query_embedder.embedding", "graph_global.query_embedding")
     p.connect("query_embedder.embedding", "mmr.query_embedding")
     p.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")
     for channel in CHANNELS:
@@ -50,7 +73,35 @@ def build_query_pipeline(
     p.connect("router.mmr_lambda", "mmr.lambda_threshold")
     p.connect("router.top_k", "mmr.top_k")
     p.connect("joiner.documents", "mmr.documents")
+    p.connect("mmr.documents", "ranker.documents")
+    p.connect("router.top_k", "ranker.top_k")
+    p.connect("router.rerank", "ranker.rerank")
+    p.connect("ranker.documents", "gate.documents")
+    p.connect("query_embedder.embedding", "gate.query_embedding")
+    p.connect("joiner.fusion", "gate.fusion")
+    # The corrective loop: the query enters at `loop`, which feeds both embedders (so every channel gets fresh
+    # inputs on each pass) and gives the router its escalation level; the gate's retry re-enters there.
+    p.connect("loop.query", "query_embedder.text")
+    p.connect("loop.query", "sparse_embedder.text")
+    p.connect("loop.attempt", "router.escalation")
+    p.connect("loop.attempt", "gate.attempt")
+    p.connect("loop.previous", "gate.previous")
+    p.connect("gate.retry", "loop.retry")
+    connect_query_entry(p)
     return p
+
+
+def connect_query_entry(pipeline: Pipeline, entry: str = "loop") -> None:
+    """Feed the query text from ``entry`` to every other component input named ``query`` or ``text``.
+
+    Call it after adding every component. The loop entry must be the only component the caller feeds: inside
+    a cycle Haystack runs components that wait on optional inputs in name order, so one fed directly (e.g. a
+    channel reading ``query``) could run before ``loop`` started the pass, with inputs missing.
+    """
+    for name, sockets in pipeline.inputs().items():
+        for socket in ("text", "query"):
+            if name != entry and socket in sockets:
+                pipeline.connect(f"{entry}.query", f"{name}.{socket}")
 
 
 def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
@@ -64,10 +115,14 @@ def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
 
 
 def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
-    """Run ``query`` and gather the documents with the routing and fusion diagnostics and stage timings.
+    """Run ``query`` and gather the documents with the routing, fusion and gate diagnostics and stage timings.
 
-    :returns: ``documents``, ``intent``, ``confidence``, ``weights`` (as used by the joiner), ``strategy``,
-        ``routing``, ``fusion``, ``timings_ms`` (per component and ``total``).
+    :returns: ``documents`` (the gate's final list), ``gate`` (``decision`` pass/insufficient, ``quality``,
+        ``signals`` and ``attempt`` of the attempt that produced the documents, ``attempts`` = every attempt's
+        record), ``intent``, ``confidence``, ``weights`` (as used by the joiner), ``strategy``, ``routing``,
+        ``fusion`` (``failed``: channels the router weighted that delivered nothing because they failed),
+        ``timings_ms`` (per component summed over attempts, and ``total``). Routing and fusion describe the
+        last attempt.
     """
     if not isinstance(query, str) or not query.strip():
         msg = "The query is empty: pass a non-empty question or keywords."
@@ -75,16 +130,23 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     with stage_timings() as times:
         result = pipeline.run(query_inputs(pipeline, query), include_outputs_from={"router", "joiner"})
     router = result["router"]
-    documents: list[Document] = result.get("mmr", {}).get("documents", result.get("joiner", {}).get("documents", []))
+    fusion = result["joiner"]["fusion"]
+    # Pipelines without a gate (older YAML) end at the ranker or at MMR.
+    final = next((result[n] for n in ("gate", "ranker", "mmr", "joiner") if "documents" in result.get(n, {})), {})
+    documents: list[Document] = final.get("documents", [])
+    gate = {k: v for k, v in result.get("gate", {}).items() if k != "documents"} or None
+    joiner = pipeline.get_component("joiner")
+    failed = [c for c in joiner.channels if router["weights"].get(c, 0.0) > 0 and c not in fusion["sizes"]]
     return {
         "query": query,
         "documents": documents,
+        "gate": gate,
         "intent": router["intent"],
         "confidence": router["confidence"],
         "weights": result["joiner"]["fusion"]["weights"],
         "strategy": {k: router[k] for k in ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")},
         "structural": router.get("structural"),
         "routing": router["routing"],
-        "fusion": result["joiner"]["fusion"],
+        "fusion": {**fusion, "failed": failed},
         "timings_ms": {**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
     }

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
 from haystack.marshal import YamlMarshaller
+from haystack.utils import Secret
 
 import yaml
+from pipelines.store_config import (
+    GRAPH_PATH_ENV,
+    NEO4J_URI_ENV,
+    QDRANT_PATH_ENV,
+    QDRANT_URL_ENV,
+    default_graph_path,
+    make_graph_store,
+)
 
 #: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed).
 ALLOWED_MODULES = ["components", "pipelines", "haystack_integrations"]
@@ -27,6 +37,9 @@ def _override_stores(node: Any, overrides: dict[str, Any]) -> None:
             if overrides.get("url"):
                 params["path"] = None
                 params["location"] = None
+                if not params.get("api_key"):
+                    # A server takes its key from $QDRANT_API_KEY at connection time; YAML keeps the reference.
+                    params["api_key"] = Secret.from_env_var(QDRANT_API_KEY_ENV, strict=False).to_dict()
             elif overrides.get("path"):
                 params["url"] = None
                 params["api_key"] = None
@@ -36,6 +49,45 @@ def _override_stores(node: Any, overrides: dict[str, Any]) -> None:
     elif isinstance(node, list):
         for value in node:
             _override_stores(value, overrides)
+
+
+#: Overrides that address the graph store rather than the document store.
+GRAPH_OVERRIDES = ("graph_path", "graph_url")
+
+
+def _override_graph_stores(node: Any, overrides: dict[str, Any]) -> None:
+    """Point graph stores at ``graph_url`` (Neo4j) or ``graph_path`` (SQLite); given only a Qdrant ``path``, an
+    embedded graph moves beside that folder, so two indexes never share one graph file."""
+    if isinstance(node, dict):
+        store = node.get("graph_store")
+        if isinstance(store, dict) and "init_parameters" in store:
+            if overrides.get("graph_url") or overrides.get("graph_path"):
+                url, path = overrides.get("graph_url"), overrides.get("graph_path")
+                node["graph_store"] = make_graph_store(url=url, path=None if url else path).to_dict()
+            elif overrides.get("path") and str(store.get("type", "")).endswith("SQLiteGraphStore"):
+                store["init_parameters"]["path"] = default_graph_path(overrides["path"])
+        for value in node.values():
+            _override_graph_stores(value, overrides)
+    elif isinstance(node, list):
+        for value in node:
+            _override_graph_stores(value, overrides)
+
+
+#: Overrides for every model component (embedders, router, rankers) rather than for a store.
+RUNTIME_OVERRIDES = ("device", "precision")
+QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
+DEVICE_ENV, PRECISION_ENV = "ADAPTIVE_DEVICE", "ADAPTIVE_PRECISION"
+QDRANT_SHARDS_ENV, QDRANT_REPLICATION_ENV = "ADAPTIVE_QDRANT_SHARDS", "ADAPTIVE_QDRANT_REPLICATION"
+
+
+def _override_runtime(data: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Set ``device``/``precision`` on every component that has those init parameters (models run where told)."""
+    for component in data["components"].values():
+        params = component.get("init_parameters") if isinstance(component, dict) else None
+        if isinstance(params, dict):
+            for key, value in overrides.items():
+                if key in params and value is not None:
+                    params[key] = value
 
 
 def resolve_yaml(name_or_path: str | Path) -> Path:
@@ -53,7 +105,10 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     """Build a pipeline from YAML text.
 
     :param store_overrides: document-store init parameters to set on every store in the YAML, e.g.
-        ``path="/data/qdrant"`` or ``url="http://qdrant:6333"`` (the other one is cleared).
+        ``path="/data/qdrant"`` or ``url="http://qdrant:6333"`` (the other one is cleared); ``graph_path`` /
+        ``graph_url`` set the graph store (SQLite file / Neo4j URI); with only ``path`` an embedded graph store
+        moves next to that folder; ``device`` (cpu/cuda) and ``precision`` (fp32/int8/fp16/bf16/fp8) go to every
+        model component.
     :raises PipelineLoadError: for malformed YAML or a YAML that is not a pipeline.
     """
     try:
@@ -65,8 +120,14 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
         msg = "Pipeline YAML must be a mapping with a 'components' section"
         raise PipelineLoadError(msg)
+    runtime = {k: store_overrides.pop(k) for k in RUNTIME_OVERRIDES if k in store_overrides}
+    if runtime:
+        _override_runtime(data, runtime)
     if store_overrides:
-        _override_stores(data, store_overrides)
+        graph_overrides = {k: store_overrides.pop(k) for k in GRAPH_OVERRIDES if k in store_overrides}
+        _override_graph_stores(data, {**graph_overrides, "path": store_overrides.get("path")})
+        if store_overrides:
+            _override_stores(data, store_overrides)
     try:
         return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
     except Exception as err:
@@ -74,15 +135,44 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
         raise PipelineLoadError(msg) from err
 
 
+def env_store_overrides() -> dict[str, Any]:
+    """Overrides from the environment: ``$QDRANT_URL`` (a server; ``$ADAPTIVE_QDRANT_SHARDS`` and
+    ``$ADAPTIVE_QDRANT_REPLICATION`` for a cluster) or ``$ADAPTIVE_QDRANT_PATH`` (a folder); for the graph
+    ``$NEO4J_URI`` or ``$ADAPTIVE_GRAPH_PATH`` (else the graph file follows the Qdrant folder); for the models
+    ``$ADAPTIVE_DEVICE`` and ``$ADAPTIVE_PRECISION``."""
+    overrides: dict[str, Any] = {}
+    if url := os.environ.get(QDRANT_URL_ENV):
+        overrides["url"] = url
+        # Cluster layout of a collection the server creates (ignored for an existing collection).
+        if shards := os.environ.get(QDRANT_SHARDS_ENV):
+            overrides["shard_number"] = int(shards)
+        if replicas := os.environ.get(QDRANT_REPLICATION_ENV):
+            overrides["replication_factor"] = int(replicas)
+    elif path := os.environ.get(QDRANT_PATH_ENV):
+        overrides["path"] = path
+    if graph_url := os.environ.get(NEO4J_URI_ENV):
+        overrides["graph_url"] = graph_url
+    elif graph_path := os.environ.get(GRAPH_PATH_ENV):
+        overrides["graph_path"] = graph_path
+    for key, env in (("device", DEVICE_ENV), ("precision", PRECISION_ENV)):
+        if value := os.environ.get(env):
+            overrides[key] = value
+    return overrides
+
+
 def load_pipeline(name_or_path: str | Path, **store_overrides: Any) -> Pipeline:
     """Load ``yaml/<name>.yaml`` (``"query"`` or ``"indexing"``) or any pipeline YAML file.
+
+    Without explicit ``store_overrides`` the store follows ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH`` when set
+    (the Hayhooks wrappers and the CLI rely on this), else the YAML's own ``.adaptive/qdrant``.
 
     Usage::
 
         pipeline = load_pipeline("query")                        # local Qdrant at .adaptive/qdrant
         pipeline = load_pipeline("query", url="http://qdrant:6333")
     """
-    return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"), **store_overrides)
+    overrides = store_overrides or env_store_overrides()
+    return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"), **overrides)
 
 
 def _unshared(node: Any) -> Any:

@@ -80,7 +80,7 @@ def test_bad_input_leaves_the_index_intact(corpus: Path, store_path: str, model_
     with pytest.raises(ValueError, match="empty"):
         run_query(query, "   ")
     with pytest.raises(Exception, match="empty"):
-        query.run({"query_embedder": {"text": ""}, "sparse_embedder": {"text": ""}, "router": {"query": ""}})
+        query.run({"loop": {"query": ""}})
 
     # An index built with 384-d vectors refuses a 768-d configuration instead of corrupting the collection.
     misconfigured = load_pipeline("query", path=store_path, embedding_dim=768)

@@ -60,7 +60,7 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> Path:
     return int8_path
 
 
-def _export_fp32(source: Path, out_dir: Path) -> Path:
+def _export_fp32(source: Path, out_dir: Path, task: str = "feature-extraction") -> Path:
     import warnings
 
     from optimum.exporters.onnx import main_export
@@ -73,7 +73,7 @@ def _export_fp32(source: Path, out_dir: Path) -> Path:
         main_export(
             model_name_or_path=str(source),
             output=str(tmp_dir),
-            task="feature-extraction",
+            task=task,
             opset=17,
             device="cpu",
             local_files_only=True,
@@ -91,6 +91,7 @@ def export_model(
     name: str = DEFAULT_MODEL,
     precisions: Iterable[str] = ("fp32", "int8"),
     force: bool = False,
+    task: str = "feature-extraction",
 ) -> Path:
     """Export ``source`` (a local sentence-transformers or Hugging Face folder) to ONNX in ``models_dir/name``.
 
@@ -101,6 +102,8 @@ def export_model(
     :param name: sub-folder name of the exported model.
     :param precisions: any of ``fp32`` and ``int8`` (INT8 is derived from fp32).
     :param force: rebuild even when the files exist.
+    :param task: optimum export task: ``feature-extraction`` for embedding models (token embeddings out),
+        ``text-classification`` for cross-encoders (logits out).
     :returns: the model folder.
     """
     source = Path(source) if source is not None else packaged_minilm_dir()
@@ -133,7 +136,7 @@ def export_model(
     fp32_path = out_dir / PRECISION_FILES["fp32"]
     if force or not fp32_path.exists():
         logger.info("Exporting %s to ONNX fp32 at %s", source, fp32_path)
-        _export_fp32(source, out_dir)
+        _export_fp32(source, out_dir, task)
     else:
         logger.info("ONNX fp32 already at %s", fp32_path)
     steps.update(1)

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict
 from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 
-from components.retrieval.channel import channel_enabled, without_sparse
+from components.retrieval.channel import asearch_or_none, channel_enabled, search_or_none, without_sparse
 from components.stores.qdrant_store import store_from_init_parameters
 
 
@@ -39,44 +39,56 @@ class QdrantDenseRetriever(QdrantEmbeddingRetriever):
         """Deserialise, keeping the document store's own class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document] | None)
     def run(
         self,
         query_embedding: list[float],
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, list[Document] | None]:
         """Top ``top_k`` chunks by cosine similarity; no search when the router disabled this channel.
+
+        A failing store (e.g. a server that is down) is logged and gives ``documents=None``, which the joiner
+        skips, so the query goes on with the other channels.
 
         :raises ValueError: when the query embedding's dimension differs from the collection's.
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
-        # Opening the store first surfaces a collection/config dimension conflict with Qdrant's own message.
-        self._document_store._initialize_client()
-        expected = self._document_store.embedding_dim
-        if len(query_embedding) != expected:
-            msg = (
-                f"Query embedding has dimension {len(query_embedding)} but the collection "
-                f"'{self._document_store.index}' stores {expected}-d vectors: use the model the index was built with."
-            )
-            raise ValueError(msg)
-        found = QdrantEmbeddingRetriever.run(self, query_embedding=query_embedding, filters=filters, top_k=top_k)
-        return {"documents": without_sparse(found["documents"])}
 
-    @component.output_types(documents=list[Document])
+        def search() -> list[Document]:
+            # Opening the store first surfaces a collection/config dimension conflict with Qdrant's own message.
+            self._document_store._initialize_client()
+            expected = self._document_store.embedding_dim
+            if len(query_embedding) != expected:
+                msg = (
+                    f"Query embedding has dimension {len(query_embedding)} but the collection "
+                    f"'{self._document_store.index}' stores {expected}-d vectors: use the model the index was "
+                    "built with."
+                )
+                raise ValueError(msg)
+            found = QdrantEmbeddingRetriever.run(self, query_embedding=query_embedding, filters=filters, top_k=top_k)
+            return without_sparse(found["documents"])
+
+        return {"documents": search_or_none(self.channel, search)}
+
+    @component.output_types(documents=list[Document] | None)
     async def run_async(
         self,
         query_embedding: list[float],
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, list[Document] | None]:
         """Async variant of :meth:`run` (needs a Qdrant server: local mode is synchronous)."""
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
-        found = await QdrantEmbeddingRetriever.run_async(
-            self, query_embedding=query_embedding, filters=filters, top_k=top_k
-        )
-        return {"documents": without_sparse(found["documents"])}
+
+        async def search() -> list[Document]:
+            found = await QdrantEmbeddingRetriever.run_async(
+                self, query_embedding=query_embedding, filters=filters, top_k=top_k
+            )
+            return without_sparse(found["documents"])
+
+        return {"documents": await asearch_or_none(self.channel, search)}

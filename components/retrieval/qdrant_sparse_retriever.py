@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict
 from haystack.dataclasses import SparseEmbedding
 from haystack_integrations.components.retrievers.qdrant import QdrantSparseEmbeddingRetriever
 
-from components.retrieval.channel import channel_enabled, without_sparse
+from components.retrieval.channel import asearch_or_none, channel_enabled, search_or_none, without_sparse
 from components.stores.qdrant_store import store_from_init_parameters
 
 
@@ -39,34 +39,45 @@ class QdrantSparseRetriever(QdrantSparseEmbeddingRetriever):
         """Deserialise, keeping the document store's own class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document] | None)
     def run(
         self,
         query_sparse_embedding: SparseEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document]]:
-        """Top ``top_k`` chunks by BM25; nothing when the query has no indexable term or the channel is off."""
+    ) -> dict[str, list[Document] | None]:
+        """Top ``top_k`` chunks by BM25; nothing when the query has no indexable term or the channel is off.
+
+        A failing store is logged and gives ``documents=None``, which the joiner skips.
+        """
         if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
             return {"documents": []}
-        found = QdrantSparseEmbeddingRetriever.run(
-            self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
-        )
-        return {"documents": without_sparse(found["documents"])}
 
-    @component.output_types(documents=list[Document])
+        def search() -> list[Document]:
+            found = QdrantSparseEmbeddingRetriever.run(
+                self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
+            )
+            return without_sparse(found["documents"])
+
+        return {"documents": search_or_none(self.channel, search)}
+
+    @component.output_types(documents=list[Document] | None)
     async def run_async(
         self,
         query_sparse_embedding: SparseEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, list[Document] | None]:
         """Async variant of :meth:`run` (needs a Qdrant server: local mode is synchronous)."""
         if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
             return {"documents": []}
-        found = await QdrantSparseEmbeddingRetriever.run_async(
-            self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
-        )
-        return {"documents": without_sparse(found["documents"])}
+
+        async def search() -> list[Document]:
+            found = await QdrantSparseEmbeddingRetriever.run_async(
+                self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
+            )
+            return without_sparse(found["documents"])
+
+        return {"documents": await asearch_or_none(self.channel, search)}

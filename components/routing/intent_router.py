@@ -13,7 +13,13 @@ from haystack import component
 
 from components.models.onnx_encoder import OnnxEncoder
 from components.models.paths import DEFAULT_MODEL
-from components.routing.profiles import INTENTS, default_profiles, mix_profiles, validate_profiles
+from components.routing.profiles import (
+    INTENTS,
+    default_profiles,
+    escalate_strategy,
+    mix_profiles,
+    validate_profiles,
+)
 from components.routing.rules import apply_rules
 
 logger = logging.getLogger(__name__)
@@ -65,6 +71,8 @@ class IntentRouter:
         soft: bool = True,
         rule_strengths: dict[str, float] | None = None,
         max_query_chars: int = 20_000,
+        escalation_depth: float = 2.0,
+        escalation_floor: float = 0.1,
     ) -> None:
         """
         :param model: ONNX model folder used to embed the exemplars (the same model must embed the query).
@@ -77,6 +85,9 @@ class IntentRouter:
         :param soft: mix profiles by probability (``True``) or use the top intent's profile.
         :param rule_strengths: prior weight of each rule (see ``DEFAULT_RULE_STRENGTHS``); 0 disables a rule.
         :param max_query_chars: longer queries are rejected.
+        :param escalation_depth: on a quality-gate retry (``escalation`` = n), ``top_k`` and ``fetch_k`` grow by
+            ``escalation_depth ** n``.
+        :param escalation_floor: minimum weight of every channel on a retry (so skipped channels are asked).
         """
         self.model = model
         self.precision = precision
@@ -99,6 +110,11 @@ class IntentRouter:
         self.soft = soft
         self.rule_strengths = {**DEFAULT_RULE_STRENGTHS, **(rule_strengths or {})}
         self.max_query_chars = max_query_chars
+        if escalation_depth < 1.0 or not 0.0 <= escalation_floor <= 1.0:
+            msg = "escalation_depth must be >= 1 and escalation_floor within [0, 1]"
+            raise ValueError(msg)
+        self.escalation_depth = escalation_depth
+        self.escalation_floor = escalation_floor
         self._matrix: np.ndarray | None = None
         self._labels: np.ndarray | None = None
 
@@ -150,9 +166,11 @@ class IntentRouter:
         structural=dict[str, Any] | None,
         routing=dict[str, Any],
     )
-    def run(self, query: str, query_embedding: list[float]) -> dict[str, Any]:
+    def run(self, query: str, query_embedding: list[float], escalation: int | None = None) -> dict[str, Any]:
         """Route one query.
 
+        :param escalation: retry level sent back by the quality gate (``None``/0: first attempt); it widens the
+            strategy (see :func:`components.routing.profiles.escalate_strategy`).
         :returns: ``intent`` (top intent), ``confidence`` (its probability), the strategy (``weights``,
             ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``), ``structural`` (a section/table reference or
             ``None``) and ``routing`` (probabilities, rules fired, time taken) for diagnostics.
@@ -173,12 +191,15 @@ class IntentRouter:
         probs = {i: (1 - mass) * p + scale * priors.get(i, 0.0) for i, p in classifier.items()}
         intent = max(probs, key=probs.__getitem__)
         strategy = mix_profiles(self.profiles, probs if self.soft else {intent: 1.0})
+        # The quality gate sends a weak result back with escalation n >= 1: same intent, a wider strategy.
+        strategy = escalate_strategy(strategy, escalation or 0, self.escalation_depth, self.escalation_floor)
         elapsed_ms = (time.perf_counter() - start) * 1000
         routing = {
             "probabilities": {i: round(p, 4) for i, p in sorted(probs.items(), key=lambda kv: -kv[1])},
             "classifier": {i: round(p, 4) for i, p in classifier.items()},
             "rules": rules.fired,
             "soft": self.soft,
+            "escalation": escalation or 0,
             "router_ms": round(elapsed_ms, 3),
         }
         return {

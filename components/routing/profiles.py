@@ -139,3 +139,29 @@ def mix_profiles(profiles: dict[str, dict[str, Any]], probabilities: dict[str, f
         "mmr_lambda": round(lam, 4),
         "rerank": rerank_mass >= 0.5,
     }
+
+
+def escalate_strategy(
+    strategy: dict[str, Any], level: int, depth: float = 2.0, floor: float = 0.1, max_fetch_k: int = 200
+) -> dict[str, Any]:
+    """Widen a routed strategy for retry ``level`` of the quality gate's corrective loop (0 leaves it as is).
+
+    ``top_k`` and ``fetch_k`` grow by ``depth ** level`` (``fetch_k`` capped at ``max_fetch_k``); every channel
+    weighted below ``floor`` (0, or a trace from the soft mix) is raised to ``floor`` before the weights are
+    renormalised, so a retry also asks the channels the first routing skipped.
+    """
+    if level <= 0:
+        return strategy
+    if depth < 1.0 or not 0.0 <= floor <= 1.0:
+        msg = f"escalation needs depth >= 1 and floor within [0, 1]; got depth={depth}, floor={floor}"
+        raise ValueError(msg)
+    growth = depth**level
+    weights = {c: max(float(w), floor) for c, w in strategy["weights"].items()}
+    total = sum(weights.values()) or 1.0
+    fetch_k = min(max(max_fetch_k, strategy["fetch_k"]), round(strategy["fetch_k"] * growth))
+    return {
+        **strategy,
+        "weights": {c: round(w / total, 4) for c, w in weights.items()},
+        "top_k": min(fetch_k, round(strategy["top_k"] * growth)),
+        "fetch_k": fetch_k,
+    }

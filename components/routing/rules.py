@@ -27,7 +27,7 @@ _NAMED_PART = re.compile(
 )
 _HEADING = re.compile(r"\bheading\s+[\"'“](?P<name>[^\"'”]+)[\"'”]", re.IGNORECASE)
 _CODE_TOKEN = re.compile(
-    r"(__\w+__|\b\w+\.\w+\(|\w+\(\)|\b[A-Z]{1,5}-?\d{2,}\b|\b0x[0-9A-Fa-f]+\b|(?<!\w)--?[a-z][\w-]*|\*\*?\w+|"
+    r"(__\w+__|\b\w+\.\w+\(|\b\w+\(\)|\b[A-Z]{1,5}-?\d{2,}\b|\b0x[0-9A-Fa-f]+\b|(?<!\w)--?[a-z][\w-]*|\*\*?\w+|"
     r"\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\.\w+\b|[<>=!]=|->|::)"
 )
 _QUESTION_WORD = re.compile(
@@ -56,6 +56,35 @@ _OPINION = re.compile(
 )
 _NESTED = re.compile(
     r"\b(?:of|by|in|for|from|with) the \w+(?: \w+){0,3} (?:that|who|which|whose|where)\b", re.IGNORECASE
+)
+# "A or B?" closing a which/who question: the answer is one of two named candidates, so both must be retrieved.
+_ALTERNATIVE = re.compile(
+    r"^\s*(?:which|who|whom|whose|what)\b[^?]*[,:]\s*(?:the\s+)?[\w'.&-]+(?:\s+[\w'.&-]+){0,6}\s+or\s+"
+    r"(?:the\s+)?[\w'.&-]+(?:\s+[\w'.&-]+){0,6}\s*\?\s*$",
+    re.IGNORECASE,
+)
+# Yes/no questions that carry a property over from one entity to another ("Does B also ...?"), or pair them off.
+_PAIRED = re.compile(
+    r"(?:^|[.;]\s+)(?:does|did|do|is|was|are|were|has|have|had)\b[^?]*\balso\b|\brespective(?:ly)?\b|"
+    r"\beach other\b|^\s*(?:are|is|were|was|do|does|did)\b[^?]*\band\b[^?]*\bthe same\b",
+    re.IGNORECASE,
+)
+# An entity introduced by a description ("a consultant who has worked with ..."): answering needs the described
+# entity first, then a fact about it (a bridge or multi-hop question).
+_DESCRIBED = re.compile(
+    r"\b(?:a|an|the)\s+(?:[\w'-]+\s+){0,4}?(?:who|which|that|whose)\s+(?:\w+\s+)?"
+    r"(?:is|was|are|were|has|had|have|also|starred|played|wrote|directed|founded|won|served|worked|released|"
+    r"published|produced|formed|located|based|born|died|shot|includes?|included|became|\w+ed)\b",
+    re.IGNORECASE,
+)
+# A declarative question with the question word inside it ("... was born in which city?"), typical of questions
+# that describe one entity and ask about another linked to it.
+_EMBEDDED_WH = re.compile(
+    r"^(?!\s*(?:what|who|whom|whose|which|when|where|why|how)\b)[^?]*?\s"
+    r"(?:in|of|for|by|from|at|on|with|to|as|during|under|into|after|before|about|behind|against|"
+    r"is|was|are|were)\s+(?:what|which|whom|whose)\b"
+    r"(?!\s+(?:the|these|this|those|it|they|is|was|are|were|you|we)\b)",
+    re.IGNORECASE,
 )
 
 
@@ -101,12 +130,12 @@ def apply_rules(query: str, strengths: dict[str, float]) -> RuleResult:
         result.add("keyword", strengths.get("code", 0.0), "code")
     elif len(words) <= 4 and not _QUESTION_WORD.search(query) and not query.rstrip().endswith("?"):
         result.add("keyword", strengths.get("terse", 0.0), "terse")
-    if _COMPARISON.search(query):
+    if _COMPARISON.search(query) or _ALTERNATIVE.search(query) or _PAIRED.search(query):
         result.add("analytical", strengths.get("comparison", 0.0), "comparison")
     if _SUMMARY.search(query) and structural is None:
         result.add("summary", strengths.get("summary", 0.0), "summary")
     if _OPINION.search(query):
         result.add("opinion", strengths.get("opinion", 0.0), "opinion")
-    if _NESTED.search(query):
+    if _NESTED.search(query) or _DESCRIBED.search(query) or _EMBEDDED_WH.search(query):
         result.add("relational", strengths.get("nested", 0.0), "nested")
     return result

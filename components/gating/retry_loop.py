@@ -1,0 +1,46 @@
+"""Entry of the quality gate's corrective loop: where the query enters the pipeline, and re-enters on a retry.
+
+A Haystack cycle needs one component that can start it from the user's input and be triggered again from
+inside. ``RetryLoop`` takes the query from the caller and the ``retry`` message from
+:class:`~components.gating.quality_gate.QualityGate`; it sends the query text to the query embedders (so every
+channel receives fresh inputs on the next pass), the attempt number to the router (which widens the strategy)
+and to the gate, and the best earlier attempt back to the gate. Because the attempt number reaches the router
+through this component, the router is ready as soon as the query embedding is, and never waits on the gate.
+
+Usage (see ``pipelines/query_pipeline.py``)::
+
+    p.add_component("loop", RetryLoop())
+    p.connect("loop.query", "query_embedder.text")
+    p.connect("loop.attempt", "router.escalation")
+    p.connect("gate.retry", "loop.retry")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import component
+
+
+@component
+class RetryLoop:
+    """Starts attempt 0 from the caller's query and attempt n from the gate's ``retry`` message."""
+
+    @component.output_types(query=str, attempt=int, previous=dict[str, Any] | None)
+    def run(self, query: str, retry: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Forward the query with its attempt number.
+
+        :param query: the caller's question.
+        :param retry: ``{"attempt": n, "previous": {...}}`` from the quality gate, absent on the first pass.
+        :raises ValueError: for an empty query or a malformed retry message.
+        """
+        if not isinstance(query, str) or not query.strip():
+            msg = "The query is empty: pass a non-empty question or keywords."
+            raise ValueError(msg)
+        if retry is None:
+            return {"query": query, "attempt": 0, "previous": None}
+        attempt = retry.get("attempt")
+        if not isinstance(attempt, int) or attempt < 1 or not isinstance(retry.get("previous"), dict):
+            msg = f"A retry message needs an 'attempt' >= 1 and the 'previous' attempt; got keys {sorted(retry)}"
+            raise ValueError(msg)
+        return {"query": query, "attempt": attempt, "previous": retry["previous"]}

@@ -1,0 +1,114 @@
+"""The evidence signals the quality gate reads off a retrieved list (no model call; a few numpy products).
+
+- ``top_score``: best cosine similarity between the query and a returned document (their stored embeddings);
+- ``margin``: how far that best document stands out: ``top_score`` minus the mean of the next ``k - 1``
+  (at least the next one);
+- ``coverage``: share of the query's content terms (stop words dropped, Snowball stems) found in the top ``k``;
+- ``agreement``: how many of the active channels (weighted, and returning documents) returned each of the top
+  ``k`` documents (from the joiner's ``meta["channels"]`` provenance), rescaled to [0, 1] and averaged;
+- ``redundancy``: mean pairwise cosine similarity of the top ``k`` documents (near-duplicates add no evidence).
+
+Usage::
+
+    signals = gate_signals(documents, "Who directed Arthur? Arthur!", query_embedding, ["dense", "sparse"], k=5)
+    signals["coverage"]  # 1.0 when every content word of the query occurs in the top 5
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+from haystack import Document
+
+from components.indexing.entity_extractor import stopwords
+
+SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy")
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@cache
+def _stemmer() -> Any:
+    from py_rust_stemmers import SnowballStemmer
+
+    return SnowballStemmer("english")
+
+
+def content_terms(text: str) -> set[str]:
+    """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    stop = stopwords()
+    words = [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
+    return set(_stemmer().stem_words(words))
+
+
+def _unit_rows(documents: Sequence[Document]) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised embeddings of the documents that carry one, and the indices of those documents."""
+    have = [i for i, d in enumerate(documents) if d.embedding is not None]
+    if not have:
+        return np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=int)
+    emb = np.asarray([documents[i].embedding for i in have], dtype=np.float32)
+    emb /= np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
+    return emb, np.asarray(have)
+
+
+def gate_signals(
+    documents: Sequence[Document],
+    query: str,
+    query_embedding: Sequence[float] | None = None,
+    channels: Sequence[str] | None = None,
+    k: int = 5,
+) -> dict[str, float]:
+    """The five signals of the module docstring for ``documents`` in their final order.
+
+    :param documents: the retrieved list (best first); embeddings are read where present.
+    :param query: the question (for term coverage).
+    :param query_embedding: the query vector; without it the similarity signals are 0.
+    :param channels: the channels that were active for this query (for agreement); default: every channel
+        named in the documents' provenance.
+    :param k: how many of the top documents coverage, agreement, margin and redundancy look at.
+    """
+    if k < 1:
+        msg = f"k must be >= 1, got {k}"
+        raise ValueError(msg)
+    top = list(documents[:k])
+    signals = dict.fromkeys(SIGNALS, 0.0)
+
+    emb, have = _unit_rows(documents)
+    if query_embedding is not None and len(have):
+        q = np.asarray(query_embedding, dtype=np.float32)
+        if q.shape[0] != emb.shape[1]:
+            msg = f"query_embedding has dimension {q.shape[0]}, the documents' embeddings {emb.shape[1]}"
+            raise ValueError(msg)
+        q /= max(float(np.linalg.norm(q)), 1e-12)
+        sims = np.sort(emb @ q)[::-1]
+        signals["top_score"] = float(sims[0])
+        if sims.size > 1:
+            signals["margin"] = float(sims[0] - sims[1 : max(k, 2)].mean())
+    top_emb = emb[have < k] if len(have) else emb
+    if top_emb.shape[0] > 1:
+        gram = top_emb @ top_emb.T
+        n = gram.shape[0]
+        signals["redundancy"] = float((gram.sum() - np.trace(gram)) / (n * (n - 1)))
+
+    wanted = content_terms(query)
+    if wanted and top:
+        found: set[str] = set()
+        for doc in top:
+            found |= content_terms(f"{doc.meta.get('title', '')} {doc.content or ''}")
+        signals["coverage"] = len(wanted & found) / len(wanted)
+    elif not wanted:
+        signals["coverage"] = 1.0  # nothing to cover (a query of stop words): not evidence of a miss
+
+    active = (
+        list(channels) if channels is not None else sorted({c for d in documents for c in d.meta.get("channels", {})})
+    )
+    if len(active) > 1 and top:
+        per_doc = [len(set(d.meta.get("channels", {})) & set(active)) for d in top]
+        signals["agreement"] = float(np.mean([(n - 1) / (len(active) - 1) for n in per_doc if n > 0] or [0.0]))
+    return signals

@@ -1,0 +1,1 @@
+"""Rerankers: late interaction (MaxSim over token embeddings) and cross-encoders, both on ONNX Runtime."""

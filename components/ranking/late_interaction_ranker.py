@@ -1,0 +1,121 @@
+"""Late-interaction reranking (ColBERT-style MaxSim) over the token embeddings of the shipped ONNX encoder.
+
+Each query token is matched with its most similar document token (cosine of contextual token embeddings) and
+the matches are averaged: ``score(q, d) = mean_i max_j cos(q_i, d_j)``. Fine-grained queries benefit because a
+single strongly matching phrase counts even when the rest of a passage is about something else, which a single
+pooled vector blurs. The query's token embeddings are computed once per query; documents are encoded in
+length-sorted batches with the same ONNX session the embedders use (fp32 or INT8).
+
+Usage::
+
+    ranker = LateInteractionRanker(precision="int8")
+    ranker.warm_up()
+    ranked = ranker.run(documents=docs, query="Which year did the band record its debut?", top_k=5)["documents"]
+"""
+
+from __future__ import annotations
+
+import logging
+import string
+from typing import Any
+
+import numpy as np
+from haystack import Document, component
+
+from components.models.encoder import TokenEncoder, get_encoder
+from components.models.paths import DEFAULT_MODEL
+from components.ranking.base import RerankerBase, length_batches
+
+logger = logging.getLogger(__name__)
+
+
+def _normalise(tokens: np.ndarray) -> np.ndarray:
+    return tokens / np.clip(np.linalg.norm(tokens, axis=-1, keepdims=True), 1e-12, None)
+
+
+@component
+class LateInteractionRanker(RerankerBase):
+    """Reranks documents by MaxSim between query and document token embeddings.
+
+    Special tokens (``[CLS]``, ``[SEP]``) and pure punctuation are dropped from the query side: they carry
+    no term to match. The router's ``rerank`` flag switches the component to pass-through per query.
+
+    :param model: ONNX model folder or name (default: the shipped all-MiniLM-L6-v2).
+    :param precision: ``int8`` or ``fp32`` on CPU/GPU (``fp16``/``bf16``/``fp8`` on a GPU).
+    :param device: ``cpu`` or ``cuda``.
+    :param top_k: documents returned (the router's ``top_k`` overrides it per query; ``None`` keeps all).
+    :param batch_size: documents encoded per model call.
+    :param meta_fields_to_embed: meta fields prepended to the content before encoding (e.g. ``title``).
+    """
+
+    kind = "late_interaction"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        precision: str = "int8",
+        device: str = "cpu",
+        top_k: int | None = None,
+        batch_size: int = 16,
+        meta_fields_to_embed: list[str] | None = None,
+    ) -> None:
+        RerankerBase.__init__(
+            self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
+        )
+        self.model = model
+        self.precision = precision
+        self.device = device
+        self._encoder: TokenEncoder | None = None
+        self._skip_ids: set[int] = set()
+
+    def warm_up(self) -> None:
+        """Load (or reuse) the shared encoder and list the token ids a query match ignores."""
+        if self._encoder is not None:
+            return
+        encoder = get_encoder(self.model, self.precision, self.device)
+        vocab = encoder.tokenizer.get_vocab(with_added_tokens=True)
+        punctuation = set(string.punctuation)
+        specials = {t for t in vocab if t.startswith("[") and t.endswith("]")} | {"<s>", "</s>", "<pad>", "<unk>"}
+        self._skip_ids = {i for t, i in vocab.items() if t in specials or (t and set(t.lstrip("#▁")) <= punctuation)}
+        self._encoder = encoder
+
+    def query_tokens(self, query: str) -> np.ndarray:
+        """L2-normalised token embeddings ``[tokens, dim]`` of the query's matchable tokens."""
+        self.warm_up()
+        assert self._encoder is not None
+        ids, _ = self._encoder.batch_ids([query])
+        hidden, mask = self._encoder.token_embeddings([query])
+        keep = mask[0].astype(bool) & ~np.isin(ids[0], list(self._skip_ids))
+        if not keep.any():  # a query made only of punctuation: fall back to every real token
+            keep = mask[0].astype(bool)
+        return _normalise(hidden[0][keep])
+
+    def score(self, query: str, texts: list[str]) -> np.ndarray:
+        """MaxSim score of every text, documents encoded in batches of ``batch_size``."""
+        q = self.query_tokens(query)
+        assert self._encoder is not None
+        scores = np.empty(len(texts), dtype=np.float32)
+        for idx in length_batches(texts, self.batch_size):
+            hidden, mask = self._encoder.token_embeddings([texts[i] for i in idx])
+            sims = np.einsum("qd,btd->bqt", q, _normalise(hidden))
+            sims = np.where(mask[:, None, :].astype(bool), sims, -np.inf)
+            scores[idx] = sims.max(axis=2).mean(axis=1)
+        return scores
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        documents: list[Document],
+        query: str,
+        top_k: int | None = None,
+        rerank: bool | None = None,
+    ) -> dict[str, Any]:
+        """Rerank ``documents`` for ``query``; pass them through when the router sets ``rerank=False``.
+
+        :param documents: candidates (e.g. the MMR selection).
+        :param query: the question.
+        :param top_k: documents to return (default: the init ``top_k``).
+        :param rerank: the router's per-intent decision; ``None`` (not connected) reranks.
+        :returns: ``documents`` sorted by MaxSim score.
+        """
+        return self.rerank(documents, query, top_k, rerank)

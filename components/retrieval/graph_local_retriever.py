@@ -1,0 +1,330 @@
+"""Graph-local channel: chunks that mention the query's entities, the entities of the top dense hits, and
+their one-hop neighbours — the channel that reaches second-hop (bridge) passages sharing no word with the query.
+
+How a query is scored (every step bounded):
+
+1. **Seeds from the query**: the normalised n-grams of the query (up to ``max_ngram`` words, plural variants
+   included) looked up in the graph's entity dictionary; a match inside a longer match counts half.
+   Strength = ``idf(e) = log(1 + N / df(e))``.
+2. **Seeds from the top dense hits**: the entities of the ``seed_hits`` nearest chunks (one vector search in the
+   document store), strength ``hit_seed_weight · hit_decay^rank · idf(e)``. These
+   carry the bridge: a hit about a film names its director, and the director's own chunk mentions him as its
+   title. A hit's own entities give no credit back to that hit, so the channel surfaces what the hits point
+   to rather than the hits again.
+3. Only the ``max_seeds`` strongest seeds are kept; the ``hop_seeds`` strongest expand **one hop** over
+   RELATES_TO: neighbour ``n`` of seed ``e`` gains ``hop_decay · s(e) · w(e, n) / max w(e, ·) · idf(n) / idf_max``.
+4. **Chunks**: ``score(c) = Σ_e s(e) · w(e, c)`` over the seeds mentioned in ``c`` (at most
+   ``max_chunks_per_entity`` heaviest chunks per entity; a chunk's title entity weighs most). The
+   ``candidate_pool`` best chunks are fetched from the document store **with their embeddings** (MMR needs
+   them) and, when ``similarity_weight > 0``, the graph score (scaled to [0, 1]) is blended with the chunk's
+   cosine similarity to the query.
+
+Usage::
+
+    retriever = GraphLocalRetriever(graph_store=graph, document_store=qdrant)
+    docs = retriever.run(query="Who directed the film shot in Leland?", query_embedding=vector)["documents"]
+    docs[0].meta["graph_entities"]   # the seed entities that brought this chunk
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
+from haystack_integrations.document_stores.qdrant.converters import (
+    DENSE_VECTORS_NAME,
+    convert_id,
+    convert_qdrant_point_to_haystack_document,
+)
+
+from components.indexing.entity_extractor import normalise_key, stopwords
+from components.retrieval.channel import channel_enabled, search_or_none
+from components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
+from components.stores.qdrant_store import store_from_init_parameters
+
+logger = logging.getLogger(__name__)
+
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9&.]{1,9}\b")
+
+
+def query_entity_candidates(query: str, max_ngram: int = 8) -> dict[str, tuple[int, int]]:
+    """Normalised n-grams of ``query`` (and their singular variants) with their word span ``(start, end)``.
+
+    Unigrams that are stop words are skipped unless the query writes them as an acronym ("US").
+    """
+    words = normalise_key(query).split()
+    acronyms = {normalise_key(a) for a in _ACRONYM.findall(query)}
+    stop = stopwords()
+    out: dict[str, tuple[int, int]] = {}
+    for n in range(1, max_ngram + 1):
+        for start in range(len(words) - n + 1):
+            gram = words[start : start + n]
+            if all(w in stop for w in gram) and not (n == 1 and gram[0] in acronyms):
+                continue
+            if n == 1 and len(gram[0]) < 2:
+                continue
+            for key in (" ".join(gram), normalise_key(" ".join(gram), phrase=True)):
+                out.setdefault(key, (start, start + n))
+    return out
+
+
+def chunks_with_dense_vectors(document_store: Any, ids: list[str]) -> dict[str, Document]:
+    """``{id: Document}`` for the ids found in a Qdrant store, with their dense embedding and no sparse vector.
+
+    ``get_documents_by_id`` also copies every sparse vector (most of the cost in local mode), which no graph
+    channel or MMR reads.
+    """
+    if not ids:
+        return {}
+    store = document_store
+    store._initialize_client()
+    vectors: Any = [DENSE_VECTORS_NAME] if store.use_sparse_embeddings else True
+    records = store._client.retrieve(
+        collection_name=store.index, ids=[convert_id(i) for i in ids], with_payload=True, with_vectors=vectors
+    )
+    docs = [
+        convert_qdrant_point_to_haystack_document(r, use_sparse_embeddings=store.use_sparse_embeddings) for r in records
+    ]
+    return {d.id: d for d in docs}
+
+
+@component
+class GraphLocalRetriever:
+    """Entity-level graph retrieval as the adaptive channel ``graph_local``.
+
+    Skips itself when the router gives ``graph_local`` no weight. See the module docstring for the scoring.
+
+    :param graph_store: the knowledge graph (:class:`~components.stores.graph_store.GraphStore`).
+    :param document_store: the Qdrant store holding the chunks (for seed hits and embeddings).
+    :param top_k: chunks returned (the router's ``fetch_k`` overrides it per query).
+    :param seed_hits: nearest chunks whose entities seed the search (0 disables).
+    :param hit_seed_weight: strength of hit-derived seeds relative to query matches.
+    :param hit_decay: per-rank decay of hit-derived seeds.
+    :param max_seeds: seeds kept after merging query and hit seeds.
+    :param hop_seeds: strongest seeds expanded one hop over RELATES_TO (0 disables the hop).
+    :param neighbours_per_seed: RELATES_TO neighbours read per expanded seed.
+    :param hop_decay: strength of a neighbour relative to its seed.
+    :param max_chunks_per_entity: chunks read per seed entity (its heaviest mentions).
+    :param max_ngram: longest query n-gram matched against entity names.
+    :param similarity_weight: blend of query–chunk cosine similarity into the final score (0: graph only). The
+        graph proposes every passage one hop away and similarity picks the hop the question is about. On the training
+        split of ``scripts/eval_graph.py`` (never its held-out questions) 0.3–0.6 score alike for bridge questions
+        and 0 scores lower; 0.5 also keeps a plain factual query's best direct hit near the top.
+    :param candidate_pool: graph-ranked chunks fetched and re-scored, as a multiple of ``top_k``.
+    """
+
+    channel = "graph_local"
+
+    def __init__(
+        self,
+        graph_store: GraphStore,
+        document_store: Any,
+        top_k: int = 20,
+        seed_hits: int = 5,
+        hit_seed_weight: float = 0.5,
+        hit_decay: float = 0.8,
+        max_seeds: int = 40,
+        hop_seeds: int = 10,
+        neighbours_per_seed: int = 10,
+        hop_decay: float = 0.3,
+        max_chunks_per_entity: int = 50,
+        max_ngram: int = 8,
+        similarity_weight: float = 0.5,
+        candidate_pool: int = 2,
+    ) -> None:
+        if not isinstance(graph_store, GraphStore):
+            msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
+            raise TypeError(msg)
+        if top_k < 1 or max_seeds < 1 or max_chunks_per_entity < 1 or max_ngram < 1 or candidate_pool < 1:
+            msg = "top_k, max_seeds, max_chunks_per_entity, max_ngram and candidate_pool must be >= 1"
+            raise ValueError(msg)
+        if not 0.0 <= similarity_weight <= 1.0:
+            msg = "similarity_weight must be within [0, 1]"
+            raise ValueError(msg)
+        self.graph_store = graph_store
+        self.document_store = document_store
+        self.top_k = top_k
+        self.seed_hits = seed_hits
+        self.hit_seed_weight = hit_seed_weight
+        self.hit_decay = hit_decay
+        self.max_seeds = max_seeds
+        self.hop_seeds = hop_seeds
+        self.neighbours_per_seed = neighbours_per_seed
+        self.hop_decay = hop_decay
+        self.max_chunks_per_entity = max_chunks_per_entity
+        self.max_ngram = max_ngram
+        self.similarity_weight = similarity_weight
+        self.candidate_pool = candidate_pool
+        self._dense = QdrantEmbeddingRetriever(document_store=document_store, top_k=max(2 * seed_hits, 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with both stores' own dictionaries."""
+        return default_to_dict(
+            self,
+            graph_store=self.graph_store.to_dict(),
+            document_store=self.document_store.to_dict(),
+            top_k=self.top_k,
+            seed_hits=self.seed_hits,
+            hit_seed_weight=self.hit_seed_weight,
+            hit_decay=self.hit_decay,
+            max_seeds=self.max_seeds,
+            hop_seeds=self.hop_seeds,
+            neighbours_per_seed=self.neighbours_per_seed,
+            hop_decay=self.hop_decay,
+            max_chunks_per_entity=self.max_chunks_per_entity,
+            max_ngram=self.max_ngram,
+            similarity_weight=self.similarity_weight,
+            candidate_pool=self.candidate_pool,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GraphLocalRetriever:
+        """Deserialise, keeping both stores' classes."""
+        return default_from_dict(cls, graph_store_from_init_parameters(store_from_init_parameters(data)))
+
+    # -- seeds ----------------------------------------------------------------------------------------------
+
+    def query_seeds(self, query: str, total: int) -> dict[str, float]:
+        """Entities named in the query, with strength ``idf`` (half for a match inside a longer match)."""
+        candidates = query_entity_candidates(query, self.max_ngram)
+        found = self.graph_store.find_entities(candidates)
+        spans = {key: candidates[key] for key in found}
+        seeds: dict[str, float] = {}
+        for key, (start, end) in spans.items():
+            inside = any(s <= start and end <= e and (s, e) != (start, end) for s, e in spans.values())
+            seeds[key] = max(seeds.get(key, 0.0), idf(found[key].df, total) * (0.5 if inside else 1.0))
+        return seeds
+
+    def hit_seeds(self, query_embedding: list[float], total: int) -> tuple[dict[str, dict[str, float]], list[str]]:
+        """Entities of the nearest chunks: ``{key: {hit_id: strength}}`` and the hit ids in rank order."""
+        if self.seed_hits <= 0:
+            return {}, []
+        # Twice as many as needed and no payload filter (local mode filters in Python, ~10 µs per stored point):
+        # summary nodes sharing the collection are simply absent from the graph and skipped here.
+        hits = self._dense.run(query_embedding=query_embedding, top_k=2 * self.seed_hits)
+        mentions = self.graph_store.chunk_mentions([d.id for d in hits["documents"]])
+        hit_ids = [d.id for d in hits["documents"] if d.id in mentions][: self.seed_hits]
+        dfs = self.graph_store.find_entities({k for m in mentions.values() for k in m})
+        seeds: dict[str, dict[str, float]] = {}
+        for rank, hit_id in enumerate(hit_ids):
+            entities = mentions.get(hit_id, {})
+            if not entities:
+                continue
+            for key in entities:
+                if key not in dfs:
+                    continue
+                # Every entity a hit names counts alike: the bridge runs through what the hit *mentions* (the
+                # film a town page names), which weighs less in that hit than the hit's own title.
+                strength = self.hit_seed_weight * self.hit_decay**rank * idf(dfs[key].df, total)
+                seeds.setdefault(key, {})[hit_id] = strength
+        return seeds, hit_ids
+
+    def expand(self, seeds: dict[str, float], total: int) -> dict[str, float]:
+        """One hop over RELATES_TO from the strongest seeds: ``{neighbour: added strength}``."""
+        if self.hop_seeds <= 0 or not seeds:
+            return {}
+        strongest = sorted(seeds, key=lambda k: (-seeds[k], k))[: self.hop_seeds]
+        neighbours = self.graph_store.neighbours(strongest, limit=self.neighbours_per_seed)
+        dfs = self.graph_store.find_entities({n for ns in neighbours.values() for n, _ in ns})
+        idf_max = math.log(1.0 + max(total, 1))
+        added: dict[str, float] = {}
+        for key, ns in neighbours.items():
+            if not ns:
+                continue
+            top = max(w for _, w in ns)
+            for other, weight in ns:
+                if other in dfs:
+                    gain = self.hop_decay * seeds[key] * weight / top * idf(dfs[other].df, total) / idf_max
+                    added[other] = added.get(other, 0.0) + gain
+        return added
+
+    # -- run ------------------------------------------------------------------------------------------------
+
+    def search(
+        self, query: str, query_embedding: list[float] | None, top_k: int
+    ) -> tuple[list[tuple[str, float]], dict[str, list[str]]]:
+        """Graph-ranked chunk ids with scores, and for each chunk the seed entities that reached it."""
+        total = self.graph_store.chunk_count()
+        if total <= 0:
+            return [], {}
+        from_query = self.query_seeds(query, total) if query and query.strip() else {}
+        from_hits, _ = self.hit_seeds(query_embedding, total) if query_embedding is not None else ({}, [])
+        strength = dict(from_query)
+        for key, sources in from_hits.items():
+            strength[key] = strength.get(key, 0.0) + sum(sources.values())
+        kept = dict(sorted(strength.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_seeds])
+        for key, gain in self.expand(kept, total).items():
+            kept[key] = kept.get(key, 0.0) + gain
+        mentions = self.graph_store.entity_chunks(kept, limit=self.max_chunks_per_entity)
+        scores: dict[str, float] = {}
+        reasons: dict[str, list[tuple[float, str]]] = {}
+        for key, chunks in mentions.items():
+            for chunk_id, weight in chunks:
+                # A dense hit gets no credit for the entities it seeded itself.
+                s = kept[key] - from_hits.get(key, {}).get(chunk_id, 0.0)
+                if s <= 0:
+                    continue
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + s * weight
+                reasons.setdefault(chunk_id, []).append((s * weight, key))
+        # Re-scoring by similarity needs a wider pool; the graph order alone needs only top_k.
+        pool = top_k * self.candidate_pool if self.similarity_weight > 0 else top_k
+        ranked = heapq.nsmallest(pool, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        why = {c: [k for _, k in sorted(reasons[c], reverse=True)[:3]] for c, _ in ranked}
+        return ranked, why
+
+    def retrieve(self, query: str, query_embedding: list[float] | None, top_k: int) -> list[Document]:
+        """The channel's documents for one query (what :meth:`run` returns, without the failure handling)."""
+        ranked, why = self.search(query, query_embedding, top_k)
+        if not ranked:
+            return []
+        stored = chunks_with_dense_vectors(self.document_store, [c for c, _ in ranked])
+        best = ranked[0][1]
+        scored: list[tuple[float, Document]] = []
+        q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
+        for chunk_id, graph_score in ranked:
+            doc = stored.get(chunk_id)
+            if doc is None:  # in the graph but no longer in the document store
+                continue
+            score = graph_score / best
+            if self.similarity_weight > 0 and q is not None and doc.embedding is not None:
+                similarity = float(np.dot(q, np.asarray(doc.embedding, dtype=np.float32)))
+                score = (1 - self.similarity_weight) * score + self.similarity_weight * similarity
+            meta = {**doc.meta, "graph_entities": why.get(chunk_id, []), "graph_score": round(graph_score, 4)}
+            scored.append((score, replace(doc, score=score, meta=meta)))
+        scored.sort(key=lambda x: (-x[0], x[1].id))
+        return [d for _, d in scored[:top_k]]
+
+    @component.output_types(documents=list[Document] | None)
+    def run(
+        self,
+        query: str = "",
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document] | None]:
+        """Chunks ranked by the graph (with embeddings); none when the router disabled this channel.
+
+        A failing store (a Neo4j or Qdrant server that is down) is logged and gives ``documents=None``, which
+        the joiner skips, so the query goes on with the other channels.
+
+        :param query: the query text (its entity names seed the search).
+        :param query_embedding: the query vector (its nearest chunks seed the search; also used to blend in
+            similarity).
+        :param top_k: chunks to return (default: the init ``top_k``).
+        :param weights: the router's channel weights; ``weights["graph_local"] == 0`` skips the search.
+        :raises ValueError: for ``top_k`` < 1.
+        """
+        if not channel_enabled(self.channel, weights):
+            return {"documents": []}
+        top_k = top_k or self.top_k
+        if top_k < 1:
+            msg = f"top_k must be >= 1, got {top_k}"
+            raise ValueError(msg)
+        return {"documents": search_or_none(self.channel, lambda: self.retrieve(query, query_embedding, top_k))}

@@ -1,0 +1,324 @@
+"""Section-tree channel (RAPTOR-lite): summaries find the relevant sections, which then bring their chunks.
+
+How a query is answered (every step bounded):
+
+1. **Structural reference first.** When the router found one (``{"kind": "section", "ref": "3.2"}``,
+   ``{"kind": "section", "name": "methodology"}``, ``{"kind": "table", "ref": "2"}``), sections are matched
+   against the outlines stored on the document nodes (numbered headings by number, named ones by words, then
+   document titles), tables and figures by the phrase in the chunk text; the matching chunks, ranked by
+   similarity, come first (score ``1 + cosine``). Nothing matched: the semantic search below answers alone.
+2. **One vector search over every level** (``candidate_pool`` nodes, no payload filter) gives the direct chunk
+   hits (level 0), section summaries (level 1) and document summaries (level 2).
+3. **Sections**: those found, plus the sections of the ``max_documents`` best documents. A section's parent
+   score blends its own similarity with its document's: ``p = (1 - document_weight) · s_sec + document_weight ·
+   s_doc``. The ``max_sections`` best are expanded.
+4. **Expansion**: each chunk of an expanded section scores ``parent_weight · p · discount + (1 - parent_weight) ·
+   cosine(query, chunk)`` (the parent score times a discount for the indirection, as in the seed's
+   ``_hierarchical_retrieve``, blended with the chunk's own similarity); the ``chunks_per_section`` best stay.
+5. **Merge** with the direct hits (a chunk keeps its best score), cap at ``top_k``.
+
+Usage::
+
+    retriever = SectionTreeRetriever(document_store=store)
+    out = retriever.run(query_embedding=vector, structural={"kind": "section", "ref": "3.2"})
+    out["documents"][0].meta["section_tree"]   # {"via": "structural", "parent_id": None}
+    out["tree"]                                # diagnostics: structural match, sections expanded, counts
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
+from qdrant_client.http import models as rest
+
+from components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
+from components.retrieval.channel import channel_enabled, search_or_none, without_sparse
+from components.stores.qdrant_store import store_from_init_parameters
+
+logger = logging.getLogger(__name__)
+
+#: Structural kinds answered from the section outline, and those answered from the chunk text.
+OUTLINE_KINDS = ("section", "chapter", "appendix", "part", "paragraph", "clause", "article")
+CONTENT_KINDS = {"table": ("table", "tab"), "figure": ("figure", "fig")}
+_STOP = {"the", "a", "an", "of", "and", "on", "in", "for", "to", "its", "this"}
+_TOKEN = re.compile(r"[^\W_]+")
+_LEVEL0 = {"field": "meta.level", "operator": "==", "value": 0}
+
+
+def _name_tokens(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+
+
+def heading_matches_name(heading: str, name: str) -> bool:
+    """Whether every word of ``name`` starts a word of ``heading`` (long words by their first five letters, so
+    "methodology" finds "Methods" and "conclusions" finds "Conclusion")."""
+    wanted = _name_tokens(name)
+    words = _TOKEN.findall(heading.lower())
+    return bool(wanted) and all(any(w.startswith(t[:5]) if len(t) >= 5 else w == t for w in words) for t in wanted)
+
+
+def heading_matches_ref(heading: str, ref: str) -> bool:
+    """Whether ``heading`` is numbered ``ref`` ("3.2 Pre-training", "Appendix B", "§ 4") or one of its
+    subsections ("3.2.1 ..." for "3.2")."""
+    pattern = rf"^(?:(?:{'|'.join(OUTLINE_KINDS)}|sect\.|§)\s*)?{re.escape(ref)}(?=$|[\s.:)\-])"
+    return re.match(pattern, heading.strip(), re.IGNORECASE) is not None
+
+
+def _cosines(query: np.ndarray, documents: list[Document]) -> dict[str, float]:
+    if not documents:
+        return {}
+    matrix = np.asarray([d.embedding for d in documents], dtype=np.float32)
+    norms = np.clip(np.linalg.norm(matrix, axis=1), 1e-12, None)
+    return dict(zip([d.id for d in documents], (matrix @ query / norms).tolist(), strict=True))
+
+
+@component
+class SectionTreeRetriever:
+    """Hierarchical retrieval over the section tree written by
+    :class:`~components.indexing.section_tree_builder.SectionTreeBuilder`, as the adaptive channel ``section``.
+
+    Returns chunks (level 0) only, with their embeddings (MMR reuses them), each with
+    ``meta["section_tree"]`` = ``{"via": "structural" | "section" | "direct", "parent_id": ...}``; skips itself
+    when the router gives it no weight.
+
+    :param document_store: the Qdrant store holding chunks and summary nodes (kept shared when loaded from YAML).
+    :param top_k: chunks returned at most (the pipeline passes the router's ``fetch_k``).
+    :param max_sections: sections expanded at most.
+    :param chunks_per_section: chunks kept per expanded section.
+    :param max_documents: best documents whose sections join the candidates.
+    :param candidate_pool: nodes fetched by the one unfiltered vector search.
+    :param discount: factor on a parent's score for the indirection.
+    :param parent_weight: weight of the discounted parent score against the chunk's own similarity.
+    :param document_weight: weight of the document's similarity in a section's parent score.
+    """
+
+    channel = "section"
+
+    def __init__(
+        self,
+        document_store: Any,
+        top_k: int = 20,
+        max_sections: int = 5,
+        chunks_per_section: int = 3,
+        max_documents: int = 3,
+        candidate_pool: int = 100,
+        discount: float = 0.8,
+        parent_weight: float = 0.5,
+        document_weight: float = 0.3,
+    ) -> None:
+        counts = {
+            "top_k": top_k,
+            "max_sections": max_sections,
+            "chunks_per_section": chunks_per_section,
+            "candidate_pool": candidate_pool,
+        }
+        bad = [f"{k}={v}" for k, v in counts.items() if int(v) < 1]
+        if bad or max_documents < 0:
+            msg = f"SectionTreeRetriever needs positive counts (max_documents >= 0), got {bad or max_documents}"
+            raise ValueError(msg)
+        for name, value in (
+            ("discount", discount),
+            ("parent_weight", parent_weight),
+            ("document_weight", document_weight),
+        ):
+            if not 0.0 <= value <= 1.0:
+                msg = f"{name} must be within [0, 1], got {value}"
+                raise ValueError(msg)
+        self.document_store = document_store
+        self.top_k = top_k
+        self.max_sections = max_sections
+        self.chunks_per_section = chunks_per_section
+        self.max_documents = max_documents
+        self.candidate_pool = candidate_pool
+        self.discount = discount
+        self.parent_weight = parent_weight
+        self.document_weight = document_weight
+        self._search = QdrantEmbeddingRetriever(document_store=document_store, top_k=top_k, return_embedding=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the store's own dictionary."""
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            top_k=self.top_k,
+            max_sections=self.max_sections,
+            chunks_per_section=self.chunks_per_section,
+            max_documents=self.max_documents,
+            candidate_pool=self.candidate_pool,
+            discount=self.discount,
+            parent_weight=self.parent_weight,
+            document_weight=self.document_weight,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SectionTreeRetriever:
+        """Deserialise, keeping the document store's own class (and so the shared local client)."""
+        return default_from_dict(cls, store_from_init_parameters(data))
+
+    # -- structural references ------------------------------------------------------------------------
+
+    def _structural_filter(self, structural: dict[str, Any]) -> tuple[Any, int]:
+        """A filter selecting the chunks ``structural`` refers to, and how many sections or phrases matched it
+        (``(None, 0)`` when nothing does or the kind is not supported)."""
+        kind = str(structural.get("kind", "")).lower()
+        ref, name = structural.get("ref"), structural.get("name")
+        if kind in CONTENT_KINDS and ref:
+            phrases = [rest.MatchPhrase(phrase=f"{word} {ref}") for word in CONTENT_KINDS[kind]]
+            found = rest.Filter(
+                must=[rest.FieldCondition(key="meta.level", match=rest.MatchValue(value=0))],
+                should=[rest.FieldCondition(key="content", match=phrase) for phrase in phrases],
+            )
+            return found, 1
+        if kind not in OUTLINE_KINDS or not (ref or name):
+            return None, 0
+        documents = self.document_store.filter_documents(
+            filters={"field": "meta.level", "operator": "==", "value": DOCUMENT_LEVEL}
+        )
+        sections: list[str] = []
+        titled: list[str] = []
+        for doc in documents:
+            for entry in doc.meta.get("outline") or []:
+                path = [str(h) for h in entry.get("section_path") or []]
+                by_ref = ref is not None and any(heading_matches_ref(h, str(ref)) for h in path)
+                if by_ref or (name is not None and any(heading_matches_name(h, str(name)) for h in path)):
+                    sections.append(str(entry["section_id"]))
+            if name and heading_matches_name(str(doc.meta.get("title") or ""), str(name)):
+                titled.append(str(doc.meta["doc_id"]))
+        if sections:
+            condition = {"field": "meta.section_id", "operator": "in", "value": sorted(set(sections))}
+            return {"operator": "AND", "conditions": [_LEVEL0, condition]}, len(set(sections))
+        if titled:
+            condition = {"field": "meta.doc_id", "operator": "in", "value": sorted(set(titled))}
+            return {"operator": "AND", "conditions": [_LEVEL0, condition]}, len(set(titled))
+        return None, 0
+
+    # -- hierarchical search --------------------------------------------------------------------------
+
+    def _tree_search(self, query: np.ndarray, query_embedding: list[float], top_k: int) -> tuple[dict, dict]:
+        """``{chunk id: (score, document, via, parent id)}`` from the tree, and diagnostics."""
+        pool = self._search.run(query_embedding=query_embedding, top_k=self.candidate_pool)["documents"]
+        levels: dict[int, list[Document]] = {0: [], SECTION_LEVEL: [], DOCUMENT_LEVEL: []}
+        for doc in pool:
+            levels.setdefault(int(doc.meta.get("level", 0)), []).append(doc)
+        known: dict[str, Document] = {d.id: d for d in pool}
+        scores: dict[str, float] = {d.id: float(d.score or 0.0) for d in pool}
+
+        # Sections of the best documents join the candidates, scored here from their stored vectors.
+        top_documents = levels[DOCUMENT_LEVEL][: self.max_documents]
+        wanted = [c for d in top_documents for c in d.meta.get("children_ids") or [] if c not in known]
+        sections = list(levels[SECTION_LEVEL])
+        if wanted:
+            fetched = [d for d in self.document_store.get_documents_by_id(wanted) if d.embedding is not None]
+            known.update({d.id: d for d in fetched})
+            scores.update(_cosines(query, fetched))
+            sections.extend(d for d in fetched if d.meta.get("level") == SECTION_LEVEL)
+
+        # Each section's document similarity (document nodes outside the pool are fetched by their id).
+        doc_nodes = {str(d.meta.get("doc_id")): d for d in levels[DOCUMENT_LEVEL]}
+        missing = sorted({str(s.meta.get("doc_id")) for s in sections} - set(doc_nodes))
+        if missing:
+            fetched = self.document_store.get_documents_by_id([tree_node_id(DOCUMENT_LEVEL, m) for m in missing])
+            fetched = [d for d in fetched if d.embedding is not None]
+            scores.update(_cosines(query, fetched))
+            doc_nodes.update({str(d.meta.get("doc_id")): d for d in fetched})
+        parent: dict[str, float] = {}
+        for section in sections:
+            own = scores[section.id]
+            doc_node = doc_nodes.get(str(section.meta.get("doc_id")))
+            of_doc = scores[doc_node.id] if doc_node is not None else own
+            parent[section.id] = (1 - self.document_weight) * own + self.document_weight * of_doc
+        chosen = sorted(parent, key=lambda sid: (-parent[sid], sid))[: self.max_sections]
+
+        # Expansion: the chunks of the chosen sections, scored against the query and blended with the parent.
+        child_ids = [c for sid in chosen for c in known[sid].meta.get("children_ids") or []]
+        absent = [c for c in child_ids if c not in known]
+        if absent:
+            fetched = [d for d in self.document_store.get_documents_by_id(absent) if d.embedding is not None]
+            known.update({d.id: d for d in fetched})
+            scores.update(_cosines(query, fetched))
+        found: dict[str, tuple[float, Document, str, str | None]] = {}
+        for doc in levels[0][:top_k]:
+            found[doc.id] = (scores[doc.id], doc, "direct", None)
+        for sid in chosen:
+            children = [known[c] for c in known[sid].meta.get("children_ids") or [] if c in known]
+            blended = {
+                c.id: self.parent_weight * parent[sid] * self.discount + (1 - self.parent_weight) * scores[c.id]
+                for c in children
+            }
+            for cid in sorted(blended, key=lambda c: (-blended[c], c))[: self.chunks_per_section]:
+                if cid not in found or blended[cid] > found[cid][0]:
+                    found[cid] = (blended[cid], known[cid], "section", sid)
+        diagnostics = {
+            "sections": [{"id": sid, "score": round(parent[sid], 4)} for sid in chosen],
+            "documents": [str(d.meta.get("doc_id")) for d in top_documents],
+            "pool": {str(level): len(docs) for level, docs in levels.items()},
+        }
+        return found, diagnostics
+
+    @component.output_types(documents=list[Document] | None, tree=dict[str, Any])
+    def run(
+        self,
+        query_embedding: list[float],
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+        structural: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Chunks for the query from structural matches, expanded sections and direct hits (at most ``top_k``).
+
+        :param query_embedding: the query vector (same model as the index).
+        :param top_k: chunks returned at most (default: the init ``top_k``).
+        :param weights: the router's channel weights; a zero weight for ``section`` skips the search.
+        :param structural: the router's structural reference, or ``None``.
+        :returns: ``documents`` (``None`` when the store failed: logged, and the joiner skips the channel) and
+            ``tree`` diagnostics.
+        :raises ValueError: when the query embedding's dimension differs from the collection's.
+        """
+        if not channel_enabled(self.channel, weights):
+            return {"documents": [], "tree": {"skipped": True}}
+        expected = getattr(self.document_store, "embedding_dim", len(query_embedding))
+        if len(query_embedding) != expected:
+            msg = (
+                f"Query embedding has dimension {len(query_embedding)} but the collection stores {expected}-d vectors."
+            )
+            raise ValueError(msg)
+        top_k = int(top_k or self.top_k)
+        query = np.asarray(query_embedding, dtype=np.float32)
+        query /= max(float(np.linalg.norm(query)), 1e-12)
+        diagnostics: dict[str, Any] = {"structural": None}
+
+        def search() -> list[Document]:
+            ranked: list[Document] = []
+            if structural:
+                filters, matched = self._structural_filter(structural)
+                hits = (
+                    self._search.run(query_embedding=query_embedding, filters=filters, top_k=top_k)["documents"]
+                    if filters
+                    else []
+                )
+                diagnostics["structural"] = {"matched": matched, "chunks": len(hits), "fallback": not hits}
+                for doc in hits:
+                    tree = {"via": "structural", "parent_id": None}
+                    ranked.append(
+                        replace(doc, score=1.0 + float(doc.score or 0.0), meta={**doc.meta, "section_tree": tree})
+                    )
+            found, tree_diagnostics = self._tree_search(query, query_embedding, top_k)
+            diagnostics.update(tree_diagnostics)
+            seen = {d.id for d in ranked}
+            for cid in sorted(found, key=lambda c: (-found[c][0], c)):
+                if len(ranked) >= top_k:
+                    break
+                if cid not in seen:
+                    score, doc, via, parent_id = found[cid]
+                    tree = {"via": via, "parent_id": parent_id}
+                    ranked.append(replace(doc, score=score, meta={**doc.meta, "section_tree": tree}))
+            return without_sparse(ranked[:top_k])
+
+        documents = search_or_none(self.channel, search)
+        diagnostics["returned"] = None if documents is None else len(documents)
+        return {"documents": documents, "tree": diagnostics}

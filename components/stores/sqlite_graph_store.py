@@ -1,0 +1,489 @@
+"""Embedded graph store: the knowledge graph in one SQLite file, with the indexes graph retrieval needs.
+
+Why SQLite (see the README's "Graph store" section): it ships with Python, persists in one file with no server,
+is transactional, and the graph queries the retrievers make are all index lookups (an entity's chunks, a
+chunk's entities, an entity's strongest neighbours) — a one-hop, bounded access pattern that needs no graph
+query language. Whole-graph algorithms (Leiden) run in igraph over an edge scan.
+
+Every instance pointing at the same file shares one connection per process (a pipeline loaded from YAML
+deserialises one store per component, and Hayhooks runs sync pipelines in a thread pool); a re-entrant lock
+serialises its use.
+
+Usage::
+
+    store = SQLiteGraphStore(path=".adaptive/graph.sqlite")
+    store.replace_chunks(chunk_entities)          # incremental, per doc_id
+    store.entity_chunks(["marie curie"], limit=20)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import default_from_dict, default_to_dict
+
+from components.stores.graph_store import (
+    ENTITY_KINDS,
+    ChunkEntities,
+    Community,
+    EntityInfo,
+    EntityMention,
+    GraphStoreBase,
+)
+
+logger = logging.getLogger(__name__)
+
+# Entities and chunks get integer row ids: mentions and co-occurrence edges (the bulk of the graph) then store
+# two small varints per row instead of two text keys, which shrinks the file about threefold.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities(
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, kind TEXT NOT NULL,
+    kind_rank INTEGER NOT NULL, df INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, title TEXT NOT NULL,
+    text TEXT NOT NULL, relations TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id);
+-- Clustered by entity: an entity's chunks are one range scan; the covering index serves chunk -> entities.
+CREATE TABLE IF NOT EXISTS mentions(
+    entity INTEGER NOT NULL, chunk INTEGER NOT NULL, count INTEGER NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY(entity, chunk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk, entity, weight);
+-- Undirected edges stored once (a = the entity with the smaller key); the index serves lookups from b.
+CREATE TABLE IF NOT EXISTS relations(
+    a INTEGER NOT NULL, b INTEGER NOT NULL, weight REAL NOT NULL, PRIMARY KEY(a, b)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_by_b ON relations(b, a, weight);
+CREATE TABLE IF NOT EXISTS communities(
+    level INTEGER NOT NULL, id INTEGER NOT NULL, size INTEGER NOT NULL, entities TEXT NOT NULL,
+    summary TEXT NOT NULL, embedding BLOB, chunks TEXT NOT NULL, PRIMARY KEY(level, id)
+);
+CREATE TABLE IF NOT EXISTS entity_communities(
+    entity INTEGER NOT NULL, level INTEGER NOT NULL, community INTEGER NOT NULL, PRIMARY KEY(entity, level)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+#: Bumped when the schema changes; a file written with another version is refused with a clear message.
+SCHEMA_VERSION = 1
+
+#: Parameters per statement stay well below SQLite's limit (32766) and keep statements cacheable.
+_BATCH = 500
+
+
+class _SharedConnection:
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.lock = threading.RLock()
+        self.refs = 0
+
+
+_REGISTRY: dict[str, _SharedConnection] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _storage_key(path: str) -> str:
+    return "memory:" if path == ":memory:" else str(Path(path).expanduser().resolve())
+
+
+def release_all_connections() -> None:
+    """Close every shared connection (tests use it to simulate a fresh process)."""
+    with _REGISTRY_LOCK:
+        for shared in _REGISTRY.values():
+            shared.connection.close()
+        _REGISTRY.clear()
+
+
+def _batches(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SQLiteGraphStore(GraphStoreBase):
+    """The :class:`~components.stores.graph_store.GraphStore` in a SQLite file (or ``":memory:"``).
+
+    :param path: database file (its folder is created) or ``":memory:"`` (shared within the process).
+    :param max_pair_entities: co-occurrence pairs are formed among a chunk's heaviest entities only.
+    """
+
+    def __init__(self, path: str = ".adaptive/graph.sqlite", max_pair_entities: int = 20) -> None:
+        if not isinstance(path, str) or not path.strip():
+            msg = "SQLiteGraphStore needs a file path (or ':memory:')"
+            raise ValueError(msg)
+        if max_pair_entities < 2:
+            msg = "max_pair_entities must be >= 2"
+            raise ValueError(msg)
+        self.path = path
+        self.max_pair_entities = max_pair_entities
+        self._shared: _SharedConnection | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the init parameters."""
+        return default_to_dict(self, path=self.path, max_pair_entities=self.max_pair_entities)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SQLiteGraphStore:
+        """Deserialise."""
+        return default_from_dict(cls, data)
+
+    # -- connection ---------------------------------------------------------------------------------------
+
+    def _conn(self) -> _SharedConnection:
+        if self._shared is not None:
+            return self._shared
+        key = _storage_key(self.path)
+        with _REGISTRY_LOCK:
+            shared = _REGISTRY.get(key)
+            if shared is None:
+                if key != "memory:":
+                    Path(key).parent.mkdir(parents=True, exist_ok=True)
+                # One connection used from several threads, always under shared.lock.
+                conn = sqlite3.connect(
+                    ":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None
+                )
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
+                if tables and version != SCHEMA_VERSION:
+                    conn.close()
+                    msg = (
+                        f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: "
+                        "delete the file and index again."
+                    )
+                    raise RuntimeError(msg)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                shared = _SharedConnection(conn)
+                _REGISTRY[key] = shared
+                logger.info("Opened graph store %s", key)
+            shared.refs += 1
+        self._shared = shared
+        return shared
+
+    def close(self) -> None:
+        """Release this instance's reference; the connection closes with its last user."""
+        if self._shared is None:
+            return
+        with _REGISTRY_LOCK:
+            self._shared.refs -= 1
+            if self._shared.refs <= 0:
+                self._shared.connection.close()
+                _REGISTRY.pop(_storage_key(self.path), None)
+        self._shared = None
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        shared = self._conn()
+        with shared.lock:
+            return shared.connection.execute(sql, params).fetchall()
+
+    def _read_in(self, sql: str, values: Sequence[Any], extra: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql`` (with ``{marks}`` for the IN list) over ``values`` in batches; ``extra`` params follow."""
+        rows: list[tuple[Any, ...]] = []
+        for batch in _batches(list(values)):
+            rows.extend(self._read(sql.format(marks=_marks(len(batch))), [*batch, *extra]))
+        return rows
+
+    def _meta(self, key: str) -> int:
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return int(rows[0][0]) if rows else 0
+
+    # -- writes ---------------------------------------------------------------------------------------------
+
+    def _load_documents(self, doc_ids: list[str]) -> list[ChunkEntities]:
+        rows = self._read_in("SELECT chunk_id FROM chunks WHERE doc_id IN ({marks})", doc_ids)
+        return self._load_chunks([r[0] for r in rows])
+
+    def _load_chunks(self, chunk_ids: list[str]) -> list[ChunkEntities]:
+        if not chunk_ids:
+            return []
+        chunks = self._read_in(
+            "SELECT chunk_id, doc_id, title, text, relations FROM chunks WHERE chunk_id IN ({marks})", chunk_ids
+        )
+        mentions: dict[str, list[EntityMention]] = {}
+        for chunk_id, key, name, kind, count, weight in self._read_in(
+            "SELECT c.chunk_id, e.key, e.name, e.kind, m.count, m.weight FROM chunks c "
+            "JOIN mentions m ON m.chunk = c.id JOIN entities e ON e.id = m.entity WHERE c.chunk_id IN ({marks})",
+            chunk_ids,
+        ):
+            mentions.setdefault(chunk_id, []).append(EntityMention(key, name, kind, int(count), float(weight)))
+        return [
+            ChunkEntities(
+                chunk_id=cid,
+                doc_id=doc_id,
+                title=title,
+                text=text,
+                mentions=tuple(mentions.get(cid, ())),
+                relations=tuple(tuple(pair) for pair in json.loads(relations)),  # type: ignore[misc]
+            )
+            for cid, doc_id, title, text, relations in chunks
+        ]
+
+    @staticmethod
+    def _ids(conn: sqlite3.Connection, table: str, column: str, values: Sequence[str]) -> dict[str, int]:
+        """``{value: row id}`` for the given keys (entities) or chunk ids (chunks)."""
+        out: dict[str, int] = {}
+        for batch in _batches(list(values)):
+            sql = f"SELECT {column}, id FROM {table} WHERE {column} IN ({_marks(len(batch))})"
+            out.update(conn.execute(sql, batch).fetchall())
+        return out
+
+    def _apply_replace(
+        self, old: list[ChunkEntities], new: list[ChunkEntities], deltas: dict[tuple[str, str], float]
+    ) -> None:
+        shared = self._conn()
+        ranks = {kind: i for i, kind in enumerate(ENTITY_KINDS)}
+        touched_keys = sorted({m.key for c in (*old, *new) for m in c.mentions} | {k for pair in deltas for k in pair})
+        with shared.lock:
+            conn = shared.connection
+            conn.execute("BEGIN")
+            try:
+                old_rows = self._ids(conn, "chunks", "chunk_id", [c.chunk_id for c in old])
+                conn.executemany("DELETE FROM mentions WHERE chunk = ?", [(i,) for i in old_rows.values()])
+                conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in old_rows.values()])
+                # A stronger kind (a title over a plain name) takes over the entity's display name.
+                conn.executemany(
+                    "INSERT INTO entities(key, name, kind, kind_rank, df) VALUES (?, ?, ?, ?, 0) "
+                    "ON CONFLICT(key) DO UPDATE SET name = excluded.name, kind = excluded.kind, "
+                    "kind_rank = excluded.kind_rank WHERE excluded.kind_rank < entities.kind_rank",
+                    [(m.key, m.name, m.kind, ranks.get(m.kind, len(ranks))) for c in new for m in c.mentions],
+                )
+                conn.executemany(
+                    "INSERT INTO chunks(chunk_id, doc_id, title, text, relations) VALUES (?, ?, ?, ?, ?)",
+                    [(c.chunk_id, c.doc_id, c.title, c.text, json.dumps([list(r) for r in c.relations])) for c in new],
+                )
+                entity = self._ids(conn, "entities", "key", touched_keys)
+                chunk = self._ids(conn, "chunks", "chunk_id", [c.chunk_id for c in new])
+                conn.executemany(
+                    "INSERT INTO mentions(entity, chunk, count, weight) VALUES (?, ?, ?, ?)",
+                    [(entity[m.key], chunk[c.chunk_id], m.count, m.weight) for c in new for m in c.mentions],
+                )
+                edges = [(entity[a], entity[b], d) for (a, b), d in deltas.items() if a in entity and b in entity]
+                conn.executemany(
+                    "INSERT INTO relations(a, b, weight) VALUES (?, ?, ?) "
+                    "ON CONFLICT(a, b) DO UPDATE SET weight = weight + excluded.weight",
+                    edges,
+                )
+                conn.executemany(
+                    "DELETE FROM relations WHERE a = ? AND b = ? AND weight <= 0",
+                    [(a, b) for a, b, d in edges if d < 0],
+                )
+                ids = [(i,) for i in entity.values()]
+                conn.executemany(
+                    "UPDATE entities SET df = (SELECT count(*) FROM mentions WHERE entity = ?1) WHERE id = ?1", ids
+                )
+                gone = [
+                    (i,)
+                    for (i,) in ids
+                    if conn.execute("SELECT df FROM entities WHERE id = ?", (i,)).fetchone()[0] == 0
+                ]
+                conn.executemany("DELETE FROM relations WHERE a = ?1", gone)
+                conn.executemany("DELETE FROM relations WHERE b = ?1", gone)
+                conn.executemany("DELETE FROM entity_communities WHERE entity = ?", gone)
+                conn.executemany("DELETE FROM entities WHERE id = ?", gone)
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('chunks', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
+                    (len(new) - len(old_rows),),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _add_pending(self, count: int) -> None:
+        shared = self._conn()
+        with shared.lock:
+            shared.connection.execute(
+                "INSERT INTO meta(key, value) VALUES ('pending', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
+                (count,),
+            )
+
+    def write_communities(self, level: int, assignments: dict[str, int], communities: list[Community]) -> None:
+        """Replace the communities of ``level`` and reset the pending-changes counter."""
+        shared = self._conn()
+        with shared.lock:
+            conn = shared.connection
+            conn.execute("BEGIN")
+            try:
+                conn.execute("DELETE FROM communities WHERE level = ?", (level,))
+                conn.execute("DELETE FROM entity_communities WHERE level = ?", (level,))
+                conn.executemany(
+                    "INSERT INTO entity_communities(entity, level, community) "
+                    "SELECT id, ?, ? FROM entities WHERE key = ?",
+                    [(level, int(c), k) for k, c in assignments.items()],
+                )
+                conn.executemany(
+                    "INSERT INTO communities(level, id, size, entities, summary, embedding, chunks) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            level,
+                            c.id,
+                            c.size,
+                            json.dumps(list(c.entities)),
+                            c.summary,
+                            None if c.embedding is None else np.asarray(c.embedding, dtype=np.float32).tobytes(),
+                            json.dumps([list(x) for x in c.chunks]),
+                        )
+                        for c in communities
+                    ],
+                )
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('pending', 0)")
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('community_version', 1) "
+                    "ON CONFLICT(key) DO UPDATE SET value = value + 1"
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def clear(self) -> None:
+        """Remove everything."""
+        shared = self._conn()
+        with shared.lock:
+            for table in ("entities", "chunks", "mentions", "relations", "communities", "entity_communities"):
+                shared.connection.execute(f"DELETE FROM {table}")
+            shared.connection.execute("DELETE FROM meta WHERE key != 'community_version'")
+            shared.connection.execute(
+                "INSERT INTO meta(key, value) VALUES ('community_version', 1) "
+                "ON CONFLICT(key) DO UPDATE SET value = value + 1"
+            )
+
+    # -- reads ----------------------------------------------------------------------------------------------
+
+    def find_entities(self, keys: Iterable[str]) -> dict[str, EntityInfo]:
+        """The entities among ``keys`` that the graph holds."""
+        rows = self._read_in("SELECT key, name, kind, df FROM entities WHERE key IN ({marks})", sorted(set(keys)))
+        return {k: EntityInfo(k, name, kind, int(df)) for k, name, kind, df in rows}
+
+    def chunk_count(self) -> int:
+        """Number of chunks in the graph (a maintained counter, not a table scan)."""
+        return self._meta("chunks")
+
+    def chunk_mentions(self, chunk_ids: Iterable[str]) -> dict[str, dict[str, float]]:
+        """``{chunk_id: {entity_key: weight}}``."""
+        out: dict[str, dict[str, float]] = {}
+        for chunk_id, key, weight in self._read_in(
+            "SELECT c.chunk_id, e.key, m.weight FROM chunks c JOIN mentions m ON m.chunk = c.id "
+            "JOIN entities e ON e.id = m.entity WHERE c.chunk_id IN ({marks})",
+            sorted(set(chunk_ids)),
+        ):
+            out.setdefault(chunk_id, {})[key] = float(weight)
+        return out
+
+    def entity_chunks(self, keys: Iterable[str], limit: int = 50) -> dict[str, list[tuple[str, float]]]:
+        """``{key: [(chunk_id, weight), ...]}``, heaviest first (ties by chunk id), at most ``limit`` per entity."""
+        out: dict[str, list[tuple[str, float]]] = {}
+        for key, chunk_id, weight in self._read_in(
+            "SELECT key, chunk_id, weight FROM (SELECT e.key AS key, c.chunk_id AS chunk_id, m.weight AS weight, "
+            "row_number() OVER (PARTITION BY m.entity ORDER BY m.weight DESC, c.chunk_id) AS rn "
+            "FROM entities e JOIN mentions m ON m.entity = e.id JOIN chunks c ON c.id = m.chunk "
+            "WHERE e.key IN ({marks})) WHERE rn <= ? ORDER BY key, rn",
+            sorted(set(keys)),
+            (limit,),
+        ):
+            out.setdefault(key, []).append((chunk_id, float(weight)))
+        return out
+
+    def neighbours(self, keys: Iterable[str], limit: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """``{key: [(other_key, weight), ...]}``, strongest first (ties by key), at most ``limit`` per entity."""
+        out: dict[str, list[tuple[str, float]]] = {}
+        for batch in _batches(sorted(set(keys)), _BATCH // 2):
+            marks = _marks(len(batch))
+            # Two index lookups (edges stored from a, and from b) rather than a scan of a union of the table.
+            rows = self._read(
+                "SELECT key, other, weight FROM (SELECT key, other, weight, row_number() OVER "
+                "(PARTITION BY key ORDER BY weight DESC, other) AS rn FROM ("
+                "SELECT e.key AS key, o.key AS other, r.weight AS weight FROM entities e JOIN relations r "
+                f"ON r.a = e.id JOIN entities o ON o.id = r.b WHERE e.key IN ({marks}) UNION ALL "
+                "SELECT e.key, o.key, r.weight FROM entities e JOIN relations r "
+                f"ON r.b = e.id JOIN entities o ON o.id = r.a WHERE e.key IN ({marks}))) "
+                "WHERE rn <= ? ORDER BY key, rn",
+                [*batch, *batch, limit],
+            )
+            for key, other, weight in rows:
+                out.setdefault(key, []).append((other, float(weight)))
+        return out
+
+    def relations(self, min_weight: float = 1.0) -> Iterator[tuple[str, str, float]]:
+        """Every RELATES_TO edge ``(a, b, weight)`` with ``a < b`` and ``weight >= min_weight``."""
+        for a, b, w in self._read(
+            "SELECT ea.key, eb.key, r.weight FROM relations r JOIN entities ea ON ea.id = r.a "
+            "JOIN entities eb ON eb.id = r.b WHERE r.weight >= ?",
+            (min_weight,),
+        ):
+            yield (a, b, float(w)) if a < b else (b, a, float(w))
+
+    def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """``{chunk_id: (title, text)}``."""
+        rows = self._read_in("SELECT chunk_id, title, text FROM chunks WHERE chunk_id IN ({marks})", list(chunk_ids))
+        return {cid: (title, text) for cid, title, text in rows}
+
+    def communities(self, level: int | None = None) -> list[Community]:
+        """The stored communities, ordered by level and id."""
+        sql = "SELECT id, level, size, entities, summary, embedding, chunks FROM communities"
+        rows = (
+            self._read(sql + " ORDER BY level, id")
+            if level is None
+            else self._read(sql + " WHERE level = ? ORDER BY id", (level,))
+        )
+        return [
+            Community(
+                id=int(cid),
+                level=int(lvl),
+                size=int(size),
+                entities=tuple(json.loads(entities)),
+                summary=summary,
+                embedding=None if blob is None else tuple(np.frombuffer(blob, dtype=np.float32).tolist()),
+                chunks=tuple((c, float(s)) for c, s in json.loads(chunks)),
+            )
+            for cid, lvl, size, entities, summary, blob, chunks in rows
+        ]
+
+    def community_version(self) -> int:
+        """Changes whenever communities are written or the store is cleared."""
+        return self._meta("community_version")
+
+    def pending_changes(self) -> int:
+        """Chunks written or deleted since communities were last written."""
+        return self._meta("pending")
+
+    def stats(self) -> dict[str, int]:
+        """Counts of entities, chunks, mentions, relations and communities."""
+        counts = {
+            name: int(self._read(f"SELECT count(*) FROM {table}")[0][0])
+            for name, table in (
+                ("entities", "entities"),
+                ("chunks", "chunks"),
+                ("mentions", "mentions"),
+                ("relations", "relations"),
+                ("communities", "communities"),
+            )
+        }
+        return counts
+
+    def size_bytes(self) -> int:
+        """Bytes on disk (database plus write-ahead log) after a checkpoint; 0 in memory."""
+        if self.path == ":memory:":
+            return 0
+        shared = self._conn()
+        with shared.lock:
+            shared.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        base = Path(_storage_key(self.path))
+        return sum(p.stat().st_size for p in (base, Path(f"{base}-wal")) if p.exists())

@@ -1,0 +1,326 @@
+"""Calibrate the QualityGate on HotpotQA: answerable questions against the same questions made unanswerable.
+
+python scripts/calibrate_gate.py [--data ../shared/data/hotpotqa100] [--root .adaptive/eval-gate]
+                                 [--folds 5] [--l2 1.0] [--limit N] [--json out.json]
+
+1. Index the corpus once through ``yaml/indexing.yaml`` into ``--root`` (cached per corpus and YAML).
+2. Run every question through ``yaml/query.yaml`` with the gate's loop off (``max_retries=0``) twice:
+   *answerable* (index as is) and *unanswerable*: the question's supporting passages are **deleted** from the
+   index — their chunks from Qdrant (dense vectors, BM25 vectors and the collection's IDF statistics all
+   follow) and their documents from the knowledge graph (entities, mentions and co-occurrence edges), then
+   restored from the saved records right after the query. This is removal, not a filter: every channel
+   searches an index without them. The one trace left is in the graph's community summaries, computed at
+   indexing time; the graph-global channel fetches community chunks from Qdrant, so the removed chunks
+   themselves cannot come back.
+3. Fit the gate's logistic model ``quality = sigmoid(bias + Σ w·signal)`` on the attempt-0 signals (label 1 =
+   answerable) by L2-regularised maximum likelihood (Newton steps on standardised signals), and its pass
+   threshold as the quality that maximises Youden's J (TPR − FPR). AUROC is reported out of fold
+   (``--folds``, both variants of a question in the same fold, threshold chosen inside each training fold)
+   and in sample, with every signal's own AUROC.
+4. With the fitted gate and one retry, run both variants again and report the decisions, the recall that
+   retries add on answerable questions (all returned passages, and the first 10 at a fixed cut) and the
+   latency cost.
+
+The printed ``weights``/``bias``/``pass_threshold`` are the defaults of ``components/gating/quality_gate.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+from haystack.document_stores.types import DuplicatePolicy  # noqa: E402
+
+from components.gating.signals import SIGNALS  # noqa: E402
+from pipelines.eval_data import load_hotpot  # noqa: E402
+from pipelines.eval_metrics import percentiles, recall_at_k  # noqa: E402
+from pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402
+from pipelines.query_pipeline import run_query  # noqa: E402
+
+# -- statistics ---------------------------------------------------------------------------------------------
+
+
+def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    diff = pos[:, None] - neg[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[float, np.ndarray]:
+    """L2-regularised logistic regression by Newton's method on standardised signals (intercept not
+    penalised), returned as bias and weights on the raw signals, which is what the gate computes."""
+    mean, std = x.mean(axis=0), np.clip(x.std(axis=0), 1e-9, None)
+    a = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
+    w = np.zeros(a.shape[1])
+    penalty = l2 * np.eye(a.shape[1])
+    penalty[0, 0] = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(a @ w)))
+        grad = a.T @ (p - y) + penalty @ w
+        hess = a.T @ (a * (p * (1 - p))[:, None]) + penalty + 1e-9 * np.eye(a.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    weights = w[1:] / std
+    return float(w[0] - weights @ mean), weights
+
+
+def predict(bias: float, weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-(bias + x @ weights)))
+
+
+def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The cut (a midpoint between observed scores) that maximises TPR − FPR."""
+    values = np.unique(scores)
+    cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2, [values[-1] + 1e-6]])
+    best, best_j = 0.5, -1.0
+    for cut in cuts:
+        j = (scores[labels == 1] >= cut).mean() - (scores[labels == 0] >= cut).mean()
+        if j > best_j:
+            best, best_j = float(cut), j
+    return best
+
+
+# -- removal ------------------------------------------------------------------------------------------------
+
+
+def stores_of(pipeline: Any) -> tuple[Any, Any | None]:
+    """The Qdrant store and the graph store the query pipeline's channels read."""
+    store = graph = None
+    for _, instance in pipeline.walk():
+        store = store or getattr(instance, "document_store", None) or getattr(instance, "_document_store", None)
+        graph = graph or getattr(instance, "graph_store", None)
+    if store is None:
+        msg = "The query pipeline has no document store"
+        raise ValueError(msg)
+    return store, graph
+
+
+@contextlib.contextmanager
+def removed(store: Any, graph: Any | None, passage_ids: list[str]) -> Iterator[int]:
+    """Delete the passages' chunks (and any node of the same documents) from Qdrant and the graph; restore after."""
+    chunks = store.filter_documents({"field": f"meta.{PASSAGE_KEY}", "operator": "in", "value": passage_ids})
+    doc_ids = sorted({d.meta["doc_id"] for d in chunks if d.meta.get("doc_id")})
+    if doc_ids:  # summary nodes of the same documents (if the indexing pipeline writes them) go too
+        extra = store.filter_documents({"field": "meta.doc_id", "operator": "in", "value": doc_ids})
+        chunks = list({d.id: d for d in [*chunks, *extra]}.values())
+    # GraphStoreBase's storage primitive: the exact records, so that restoring puts back what was there.
+    saved_graph = graph._load_documents(doc_ids) if graph is not None and doc_ids else []
+    before = store.count_documents()
+    store.delete_documents([d.id for d in chunks])
+    if graph is not None and doc_ids:
+        graph.delete_documents(doc_ids)
+    try:
+        yield len(chunks)
+    finally:
+        store.write_documents(chunks, policy=DuplicatePolicy.OVERWRITE)
+        if saved_graph:
+            graph.replace_chunks(saved_graph)
+        if store.count_documents() != before:
+            msg = "Restoring the removed passages failed: delete the --root folder and run again"
+            raise RuntimeError(msg)
+
+
+# -- runs ---------------------------------------------------------------------------------------------------
+
+
+def passages(result: dict[str, Any]) -> list[str]:
+    seen: dict[str, None] = {}
+    for doc in result["documents"]:
+        if doc.meta.get(PASSAGE_KEY) is not None:
+            seen.setdefault(doc.meta[PASSAGE_KEY])
+    return list(seen)
+
+
+def run_both(pipeline: Any, store: Any, graph: Any, questions: list[Any], label: str) -> list[dict[str, Any]]:
+    rows = []
+    start = time.perf_counter()
+    for n, q in enumerate(questions, 1):
+        row: dict[str, Any] = {"id": q.id}
+        for variant in ("answerable", "unanswerable"):
+            ctx = removed(store, graph, list(q.gold_ids)) if variant == "unanswerable" else contextlib.nullcontext()
+            with ctx:
+                t = time.perf_counter()
+                result = run_query(pipeline, q.question)
+                ms = (time.perf_counter() - t) * 1000
+            ranked = passages(result)
+            gate = result["gate"]
+            row[variant] = {
+                "signals": gate["attempts"][0]["signals"],
+                "decision": gate["decision"],
+                "attempt": gate["attempt"],
+                "attempts": len(gate["attempts"]),
+                "recall": recall_at_k(ranked, q.gold_ids, max(len(ranked), 1)),
+                "recall@10": recall_at_k(ranked, q.gold_ids, 10),
+                "returned": len(ranked),
+                "ms": ms,
+            }
+        rows.append(row)
+        if n % 20 == 0 or n == len(questions):
+            print(f"  {label}: {n}/{len(questions)} questions, {time.perf_counter() - start:.0f} s", flush=True)
+    return rows
+
+
+def features(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x, y, group = [], [], []
+    for i, row in enumerate(rows):
+        for variant, label in (("answerable", 1), ("unanswerable", 0)):
+            x.append([row[variant]["signals"][s] for s in SIGNALS])
+            y.append(label)
+            group.append(i)
+    return np.asarray(x, dtype=np.float64), np.asarray(y), np.asarray(group)
+
+
+def cross_validate(x: np.ndarray, y: np.ndarray, group: np.ndarray, folds: int, l2: float) -> dict[str, float]:
+    """Out-of-fold quality scores and decisions (threshold fitted inside each training fold)."""
+    questions = np.unique(group)
+    order = np.random.default_rng(0).permutation(questions)
+    oof = np.empty(len(y))
+    passed = np.empty(len(y), dtype=bool)
+    for f in range(folds):
+        held = np.isin(group, order[f::folds])
+        bias, w = fit_logistic(x[~held], y[~held], l2)
+        cut = youden_threshold(predict(bias, w, x[~held]), y[~held])
+        oof[held] = predict(bias, w, x[held])
+        passed[held] = oof[held] >= cut
+    return {
+        "auroc": auroc(oof, y),
+        "tpr": float(passed[y == 1].mean()),
+        "fpr": float(passed[y == 0].mean()),
+    }
+
+
+def summarise_loop(rows: list[dict[str, Any]], first: list[dict[str, Any]]) -> dict[str, Any]:
+    ans = [r["answerable"] for r in rows]
+    una = [r["unanswerable"] for r in rows]
+    ans0 = [r["answerable"] for r in first]
+    retried = [i for i, a in enumerate(ans) if a["attempts"] > 1]
+
+    def mean(values: list[float]) -> float:
+        return float(np.mean(values)) if values else float("nan")
+
+    return {
+        "answerable": {
+            "pass": mean([a["decision"] == "pass" for a in ans]),
+            "retried": mean([a["attempts"] > 1 for a in ans]),
+            "recall_attempt0": mean([a["recall"] for a in ans0]),
+            "recall_final": mean([a["recall"] for a in ans]),
+            "recall@10_attempt0": mean([a["recall@10"] for a in ans0]),
+            "recall@10_final": mean([a["recall@10"] for a in ans]),
+            "recall_gain_on_retried": mean([ans[i]["recall"] - ans0[i]["recall"] for i in retried]),
+            "retried_returning_retry": mean([ans[i]["attempt"] > 0 for i in retried]),
+            "returned_passages": mean([a["returned"] for a in ans]),
+            **{f"loop_{k}": v for k, v in percentiles([a["ms"] for a in ans]).items()},
+            **{f"single_{k}": v for k, v in percentiles([a["ms"] for a in ans0]).items()},
+        },
+        "unanswerable": {
+            "insufficient": mean([u["decision"] == "insufficient" for u in una]),
+            "retried": mean([u["attempts"] > 1 for u in una]),
+            **{f"loop_{k}": v for k, v in percentiles([u["ms"] for u in una]).items()},
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "hotpotqa100"))
+    parser.add_argument("--root", default=str(ROOT / ".adaptive" / "eval-gate"))
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--l2", type=float, default=1.0, help="L2 penalty of the logistic fit")
+    parser.add_argument("--retries", type=int, default=1, help="max_retries for the loop evaluation")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick check)")
+    parser.add_argument("--json", default=None, help="also write the numbers to this file")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    evalset = load_hotpot(args.data)
+    questions = evalset.questions[: args.limit] if args.limit else evalset.questions
+    system = AdaptiveSystem(Path(args.root))
+    stats = system.index(evalset)
+    print(f"index: {stats}")
+    pipeline = system.pipeline
+    store, graph = stores_of(pipeline)
+    gate = pipeline.get_component("gate")
+
+    # 1. Attempt-0 signals for both variants (loop off).
+    gate.max_retries = 0
+    first = run_both(pipeline, store, graph, questions, "attempt 0")
+    x, y, group = features(first)
+
+    print(f"\nsignals over {len(questions)} questions (mean answerable / unanswerable, AUROC alone):")
+    for j, name in enumerate(SIGNALS):
+        print(f"  {name:<11} {x[y == 1, j].mean():.3f} / {x[y == 0, j].mean():.3f}   AUROC {auroc(x[:, j], y):.3f}")
+
+    # 2. Fit.
+    cv = cross_validate(x, y, group, args.folds, args.l2)
+    bias, w = fit_logistic(x, y, args.l2)
+    quality = predict(bias, w, x)
+    threshold = youden_threshold(quality, y)
+    fitted = {
+        "weights": {s: round(float(v), 3) for s, v in zip(SIGNALS, w, strict=True)},
+        "bias": round(bias, 3),
+        "pass_threshold": round(threshold, 3),
+    }
+    print(
+        f"\ngate AUROC answerable vs unanswerable: {cv['auroc']:.3f} out of fold ({args.folds} folds), "
+        f"{auroc(quality, y):.3f} in sample"
+    )
+    print(
+        f"out-of-fold decisions at the fitted threshold: pass {cv['tpr']:.1%} of answerable, "
+        f"{cv['fpr']:.1%} of unanswerable"
+    )
+    print(f"fitted (all questions, l2={args.l2}): {json.dumps(fitted)}")
+
+    # 3. The loop with the fitted gate.
+    gate.weights, gate.bias, gate.pass_threshold = fitted["weights"], fitted["bias"], fitted["pass_threshold"]
+    gate.max_retries = args.retries
+    loop_rows = run_both(pipeline, store, graph, questions, f"loop (max_retries={args.retries})")
+    loop = summarise_loop(loop_rows, first)
+    a, u = loop["answerable"], loop["unanswerable"]
+    print(f"\nloop with max_retries={args.retries}:")
+    print(
+        f"  answerable:   pass {a['pass']:.1%}, retried {a['retried']:.1%}; recall of returned passages "
+        f"{a['recall_attempt0']:.3f} -> {a['recall_final']:.3f} (+{a['recall_final'] - a['recall_attempt0']:.3f}; "
+        f"+{a['recall_gain_on_retried']:.3f} on retried questions, {a['retried_returning_retry']:.0%} of which return "
+        f"the retry's list); recall@10 {a['recall@10_attempt0']:.3f} -> "
+        f"{a['recall@10_final']:.3f}; {a['returned_passages']:.1f} passages returned on average"
+    )
+    print(f"  unanswerable: insufficient {u['insufficient']:.1%}, retried {u['retried']:.1%}")
+    print(
+        f"  latency p50/p95 ms: answerable single pass {a['single_p50_ms']:.0f}/{a['single_p95_ms']:.0f}, "
+        f"with loop {a['loop_p50_ms']:.0f}/{a['loop_p95_ms']:.0f}; unanswerable with loop "
+        f"{u['loop_p50_ms']:.0f}/{u['loop_p95_ms']:.0f}"
+    )
+
+    if args.json:
+        out = {
+            "questions": len(questions),
+            "index": stats,
+            "signal_auroc": {s: auroc(x[:, j], y) for j, s in enumerate(SIGNALS)},
+            "cv": cv,
+            "in_sample_auroc": auroc(quality, y),
+            "fitted": fitted,
+            "loop": loop,
+        }
+        Path(args.json).write_text(json.dumps(out, indent=2))
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""Retrieval quality of stock Haystack baselines and the adaptive pipeline, side by side in one run.
+
+    python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --json eval-hotpot.json
+    python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --wiki2 ../shared/data/wiki2_corpus
+    python scripts/evaluate.py --aragog ../shared/data/aragog --json eval-aragog.json
+    python scripts/evaluate.py --corpus a.jsonl --corpus b.jsonl --questions q.jsonl --json out.json
+
+Systems: stock_bm25, stock_dense, stock_hybrid_rrf, stock_hybrid_mmr (Haystack's InMemory retrievers,
+sentence-transformers embedders and diversity ranker on the packaged all-MiniLM-L6-v2) and adaptive
+(yaml/indexing.yaml + yaml/query.yaml over a Qdrant folder under .adaptive/eval-<name>, cached per corpus).
+Per system: recall@5, recall@10, full@10, mrr, ndcg@10 over passage ids, p50/p95 wall ms per query (systems run
+in turn on each question, so load on the machine affects them alike), and the same per question type. For the
+adaptive system the routed intent of every question is tallied against the question type (confusion matrix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from components.stores.qdrant_store import release_all_clients
+from pipelines.eval_data import EvalSet, load_aragog, load_hotpot, load_jsonl, load_wiki2
+from pipelines.eval_metrics import METRICS, aggregate, percentiles, question_metrics
+from pipelines.eval_systems import ADAPTIVE, ALL_SYSTEMS, STOCK_SYSTEMS, AdaptiveSystem, StockSystems, eval_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+WARMUP_QUESTIONS = 3
+
+
+def build_evalset(args: argparse.Namespace) -> EvalSet:
+    """The evaluation set the arguments describe (exactly one source, plus optional distractors)."""
+    sources = [bool(args.corpus or args.questions), bool(args.hotpot), bool(args.aragog)]
+    if sum(sources) != 1:
+        raise SystemExit("Give exactly one of --corpus/--questions, --hotpot or --aragog.")
+    if args.corpus or args.questions:
+        if not (args.corpus and args.questions):
+            raise SystemExit("--corpus and --questions go together.")
+        evalset = load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).stem)
+    elif args.hotpot:
+        evalset = load_hotpot(args.hotpot)
+    else:
+        evalset = load_aragog(args.aragog)
+    if args.wiki2:
+        evalset = evalset.with_distractors(load_wiki2(args.wiki2, limit=args.wiki2_limit))
+    if args.split != "all":
+        # The same deterministic split scripts/calibrate_profiles.py fits on: report on questions it never saw.
+        train, held_out = evalset.split(args.held_out, args.seed)
+        evalset = EvalSet(evalset.name, evalset.passages, held_out if args.split == "held-out" else train)
+    if args.limit:
+        evalset = EvalSet(evalset.name, evalset.passages, evalset.questions[: args.limit])
+    if not evalset.questions:
+        raise SystemExit(f"{evalset.name}: no questions to evaluate")
+    return evalset
+
+
+def evaluate(
+    evalset: EvalSet,
+    systems: list[str],
+    root: Path,
+    top_k: int = 10,
+    fetch_k: int = 20,
+    mmr_lambda: float = 0.5,
+    query_yaml: str = "query",
+    indexing_yaml: str = "indexing",
+    use_cache: bool = True,
+    log: Any = print,
+    split: str = "all",
+) -> dict[str, Any]:
+    """Index ``evalset`` for every system, ask every question of every system in turn, and aggregate."""
+    unknown = sorted(set(systems) - set(ALL_SYSTEMS))
+    if unknown:
+        raise SystemExit(f"Unknown system(s) {unknown}; choose from {list(ALL_SYSTEMS)}")
+    folder = eval_folder(root, evalset.name)
+    indexing: dict[str, Any] = {}
+    stock = None
+    adaptive = None
+    if any(s in STOCK_SYSTEMS for s in systems):
+        stock = StockSystems(
+            top_k=top_k, fetch_k=fetch_k, mmr_lambda=mmr_lambda, cache_dir=folder if use_cache else None
+        )
+        log(f"[index] stock: {len(evalset.passages)} passages ...")
+        indexing["stock"] = stock.index(evalset)
+        log(f"[index] stock: {indexing['stock']}")
+    if ADAPTIVE in systems:
+        adaptive = AdaptiveSystem(folder / "adaptive", query_yaml=query_yaml, indexing_yaml=indexing_yaml)
+        log(f"[index] adaptive: {len(evalset.passages)} passages ...")
+        indexing[ADAPTIVE] = adaptive.index(evalset, force=not use_cache)
+        log(f"[index] adaptive: {indexing[ADAPTIVE]}")
+
+    def ask(system: str, question: str) -> tuple[list[str], float, dict[str, Any] | None]:
+        if system == ADAPTIVE:
+            assert adaptive is not None
+            return adaptive.search(question)
+        assert stock is not None
+        ranked, ms = stock.search(system, question)
+        return ranked, ms, None
+
+    for q in evalset.questions[:WARMUP_QUESTIONS]:
+        for system in systems:
+            ask(system, q.question)
+
+    rows: dict[str, list[dict[str, float]]] = defaultdict(list)
+    latencies: dict[str, list[float]] = defaultdict(list)
+    stage_ms: dict[str, list[float]] = defaultdict(list)
+    per_question: list[dict[str, Any]] = []
+    confusion: dict[str, Counter] = defaultdict(Counter)
+    start = time.perf_counter()
+    for n, q in enumerate(evalset.questions, 1):
+        record: dict[str, Any] = {"id": q.id, "type": q.type, "gold": list(q.gold_ids), "systems": {}}
+        for system in systems:
+            ranked, ms, result = ask(system, q.question)
+            metrics = question_metrics(ranked, q.gold_ids)
+            rows[system].append(metrics)
+            latencies[system].append(ms)
+            entry: dict[str, Any] = {"top10": ranked[:10], "ms": round(ms, 2), **metrics}
+            if result is not None:
+                confusion[q.type][result["intent"]] += 1
+                entry["intent"] = result["intent"]
+                entry["confidence"] = result["confidence"]
+                gate = result.get("gate") or {}
+                entry["attempts"] = len(gate.get("attempts") or [None])
+                entry["gate"] = gate.get("decision")
+                for stage, value in result["timings_ms"].items():
+                    stage_ms[stage].append(value)
+            record["systems"][system] = entry
+        per_question.append(record)
+        if n % 20 == 0 or n == len(evalset.questions):
+            log(f"[eval] {n}/{len(evalset.questions)} questions, {time.perf_counter() - start:.0f} s")
+
+    types = [q.type for q in evalset.questions]
+    report: dict[str, Any] = {
+        "dataset": evalset.name,
+        "passages": len(evalset.passages),
+        "questions": len(evalset.questions),
+        "split": split,
+        "machine": machine(),
+        "settings": {"top_k": top_k, "fetch_k": fetch_k, "stock_mmr_lambda": mmr_lambda},
+        "indexing": indexing,
+        "systems": {s: aggregate(rows[s], types, latencies[s]) for s in systems},
+        "per_question": per_question,
+    }
+    if adaptive is not None:
+        report["routing"] = {"confusion": {t: dict(c) for t, c in sorted(confusion.items())}}
+        report["adaptive_stages"] = {stage: percentiles(v) for stage, v in stage_ms.items()}
+    report["targets"] = targets(report["systems"])
+    return report
+
+
+def targets(systems: dict[str, Any]) -> dict[str, Any]:
+    """The issue's targets: adaptive full@10 vs the best stock system, and p50 vs the stock RRF hybrid."""
+    stock = {s: v for s, v in systems.items() if s in STOCK_SYSTEMS}
+    if ADAPTIVE not in systems or not stock:
+        return {}
+    best = max(stock, key=lambda s: stock[s]["full@10"])
+    ours = systems[ADAPTIVE]
+    out: dict[str, Any] = {"best_stock": best, "best_stock_full@10": stock[best]["full@10"]}
+    if stock[best]["full@10"] > 0:
+        out["full@10_relative_gain"] = ours["full@10"] / stock[best]["full@10"] - 1
+    if "stock_hybrid_rrf" in systems:
+        out["p50_vs_stock_hybrid_rrf"] = ours["p50_ms"] / systems["stock_hybrid_rrf"]["p50_ms"]
+    return out
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    try:
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    except ImportError:
+        info["gpu"] = None
+    return info
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """Markdown tables: all questions, then per question type, then the routing confusion matrix."""
+    head = ["system", *METRICS, "p50 ms", "p95 ms"]
+    lines = [
+        f"### {report['dataset']}: {report['questions']} questions ({report.get('split', 'all')}), "
+        f"{report['passages']} passages",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for name, s in report["systems"].items():
+        values = [f"{s[m]:.3f}" for m in METRICS] + [f"{s['p50_ms']:.0f}", f"{s['p95_ms']:.0f}"]
+        lines.append(f"| {name} | " + " | ".join(values) + " |")
+    types = sorted({t for s in report["systems"].values() for t in s["by_type"]})
+    if len(types) > 1:
+        for qtype in types:
+            lines += ["", f"{qtype} questions:", "", "| system | " + " | ".join(METRICS) + " |"]
+            lines.append("|" + "---|" * (len(METRICS) + 1))
+            for name, s in report["systems"].items():
+                entry = s["by_type"].get(qtype)
+                if entry:
+                    lines.append(f"| {name} | " + " | ".join(f"{entry[m]:.3f}" for m in METRICS) + " |")
+    if report.get("routing"):
+        confusion = report["routing"]["confusion"]
+        intents = sorted({i for row in confusion.values() for i in row})
+        lines += ["", "routing (question type x routed intent):", "", "| type | " + " | ".join(intents) + " |"]
+        lines.append("|" + "---|" * (len(intents) + 1))
+        for qtype, row in confusion.items():
+            lines.append(f"| {qtype} | " + " | ".join(str(row.get(i, 0)) for i in intents) + " |")
+    t = report.get("targets") or {}
+    if t:
+        lines.append("")
+        if "full@10_relative_gain" in t:
+            lines.append(
+                f"adaptive full@10 vs best stock ({t['best_stock']}, {t['best_stock_full@10']:.3f}): "
+                f"{t['full@10_relative_gain']:+.1%} (target >= +10%)"
+            )
+        if "p50_vs_stock_hybrid_rrf" in t:
+            lines.append(f"adaptive p50 / stock_hybrid_rrf p50: {t['p50_vs_stock_hybrid_rrf']:.2f}x (target <= 1.5x)")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", action="append", default=[], help="JSONL {id, title, text}; repeatable")
+    parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type}")
+    parser.add_argument("--name", help="name of a JSONL evaluation (default: the questions file's stem)")
+    parser.add_argument("--hotpot", help="HotpotQA folder (corpus.json + questions.json)")
+    parser.add_argument("--aragog", help="ARAGOG folder (questions.json + papers/)")
+    parser.add_argument("--wiki2", help="2WikiMultihopQA corpus.json (or its folder) to add as distractors")
+    parser.add_argument("--wiki2-limit", type=int, default=None, help="use the first N distractor passages")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate the first N questions only")
+    parser.add_argument(
+        "--split",
+        choices=("all", "train", "held-out"),
+        default="all",
+        help="questions to ask: all, or one side of calibrate_profiles.py's split (--held-out, --seed)",
+    )
+    parser.add_argument("--held-out", type=float, default=0.3, help="held-out fraction of that split")
+    parser.add_argument("--seed", type=int, default=0, help="seed of that split")
+    parser.add_argument("--systems", default=",".join(ALL_SYSTEMS), help="comma-separated subset of systems")
+    parser.add_argument("--top-k", type=int, default=10, help="chunks the stock systems return")
+    parser.add_argument("--fetch-k", type=int, default=20, help="candidates per retriever in the stock hybrids")
+    parser.add_argument("--stock-mmr-lambda", type=float, default=0.5, help="λ of the stock diversity ranker")
+    parser.add_argument("--query-yaml", default="query")
+    parser.add_argument("--indexing-yaml", default="indexing")
+    parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
+    parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
+    parser.add_argument("--json", help="write the full report (with per-question results) here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    evalset = build_evalset(args)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    try:
+        report = evaluate(
+            evalset,
+            systems,
+            Path(args.root),
+            top_k=args.top_k,
+            fetch_k=args.fetch_k,
+            mmr_lambda=args.stock_mmr_lambda,
+            query_yaml=args.query_yaml,
+            indexing_yaml=args.indexing_yaml,
+            use_cache=not args.no_cache,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+            split=args.split,
+        )
+    finally:
+        # Close the local Qdrant clients while the interpreter is intact (and free the folder's lock).
+        release_all_clients()
+    report["command"] = "python scripts/evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(markdown(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    return report
+
+
+if __name__ == "__main__":
+    main()

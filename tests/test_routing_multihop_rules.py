@@ -1,0 +1,64 @@
+"""Surface rules for comparison and multi-hop (bridge) questions, added after the HotpotQA confusion matrix
+(scripts/evaluate.py) showed alternatives ("A or B?") and described entities routed to the wrong intent."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from components.routing.intent_router import DEFAULT_RULE_STRENGTHS
+from components.routing.rules import apply_rules
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Which painter is Spanish, the cubist or the surrealist?",
+        "Who was taller: the goalkeeper or the striker?",
+        "The first bridge has a toll. Does the second bridge also charge one?",
+        "What instruments did the two musicians play in their respective orchestras?",
+        "Are the violinist and the cellist members of the same quartet?",
+        "The two ships were launched within a month of each other; which sank?",
+    ],
+)
+def test_comparisons_get_an_analytical_prior(query: str) -> None:
+    result = apply_rules(query, DEFAULT_RULE_STRENGTHS)
+    assert "comparison" in result.fired and result.priors["analytical"] > 0
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "The novelist is married to an actor who starred in which television series?",
+        "A chemist who worked with the inventor was born in what country?",
+        "The river that flows past the abbey rises in which mountain range?",
+        "The stadium of the club was designed by whom?",
+    ],
+)
+def test_described_entities_get_a_relational_prior(query: str) -> None:
+    result = apply_rules(query, DEFAULT_RULE_STRENGTHS)
+    assert "nested" in result.fired and result.priors["relational"] > 0
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What year was the bridge opened?",
+        "Who was the first person to climb the mountain?",
+        "Give a broad summary of what these articles discuss",
+        "Is the museum open on Mondays?",
+        "error code E1045 pump",
+    ],
+)
+def test_single_hop_questions_fire_neither_rule(query: str) -> None:
+    fired = apply_rules(query, DEFAULT_RULE_STRENGTHS).fired
+    assert "comparison" not in fired and "nested" not in fired
+
+
+def test_rules_stay_linear_on_long_input() -> None:
+    # Guard against catastrophic backtracking: the router accepts queries up to 20,000 characters.
+    for query in ("x" * 20_000, "word " * 4_000, "Which, " + "ab " * 6_000, "The film which zz " * 1_000):
+        start = time.perf_counter()
+        apply_rules(query, DEFAULT_RULE_STRENGTHS)
+        assert time.perf_counter() - start < 1.0
