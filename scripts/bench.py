@@ -89,6 +89,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def folder_bytes(folder: Path) -> int:
+    """Bytes on disk of every file under ``folder`` (the Qdrant folder and the graph file of one index)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
 def bench_root(root: Path, size: int) -> Path:
     return root / f"bench-{size}"
 
@@ -113,6 +118,7 @@ def worker(size: int, queries: int, root: Path) -> dict[str, Any]:
             "seconds": stats["seconds"],
             "passages_per_s": size / stats["seconds"],
             "peak_rss_mb": peak_rss_mb(),
+            "disk_mb": folder_bytes(folder) / 2**20,
         }
         memo.write_text(json.dumps(indexing))
         indexing["cached"] = False
@@ -214,12 +220,15 @@ def mmr_comparison(size: int, queries: int, root: Path, lambda_: float = 0.5, to
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = ["| chunks | index passages/s | index peak RSS MB | p50 ms | p95 ms | peak RSS MB after queries |"]
-    lines.append("|---|---|---|---|---|---|")
+    lines = [
+        "| chunks | index passages/s | index peak RSS MB | disk MB | p50 ms | p95 ms | peak RSS MB after queries |"
+    ]
+    lines.append("|---|---|---|---|---|---|---|")
     for size, r in report["sizes"].items():
         idx = r["indexing"]
         lines.append(
-            f"| {size} | {idx['passages_per_s']:.1f} | {idx['peak_rss_mb']:.0f} | {r['end_to_end']['p50_ms']:.1f} | "
+            f"| {size} | {idx['passages_per_s']:.1f} | {idx['peak_rss_mb']:.0f} | "
+            f"{idx.get('disk_mb', float('nan')):.1f} | {r['end_to_end']['p50_ms']:.1f} | "
             f"{r['end_to_end']['p95_ms']:.1f} | {r['peak_rss_mb_after_queries']:.0f} |"
         )
     lines += ["", f"stages at {report['stage_size']} chunks:", "", "| stage | p50 ms | p95 ms |", "|---|---|---|"]
