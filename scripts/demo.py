@@ -48,6 +48,13 @@ def show(result: dict, top: int) -> None:
         where = doc.meta.get("section") or doc.meta.get("title")
         snippet = textwrap.shorten(doc.content or "", 90)
         print(f"   {rank}. [{doc.score:.3f}] {where}  <{prov}>\n        {snippet}")
+    gate = result.get("gate")
+    if gate:
+        signals = " ".join(f"{k}={v:.2f}" for k, v in gate["signals"].items())
+        print(
+            f"   gate: {gate['decision']} (quality {gate['quality']:.2f}, attempt {gate['attempt']} of "
+            f"{len(gate['attempts'])}; {signals})"
+        )
     stages = " ".join(f"{k}={v:.1f}" for k, v in result["timings_ms"].items())
     print(f"   timings ms: {stages}")
 

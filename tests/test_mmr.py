@@ -60,6 +60,20 @@ def test_selector_reuses_embeddings_and_drops_near_duplicates() -> None:
     assert [d.id for d in keep["documents"]] == ["a", "a_copy", "b", "c"]
 
 
+def test_same_text_from_two_sources_is_one_result_even_below_the_cosine_threshold() -> None:
+    # Same paragraph under two section paths: the embedded path keeps the vectors at cosine 0.96 (< 0.98).
+    copy = [0.96, 0.28]
+    docs = [
+        Document(id="first", content="The  for statement iterates.", embedding=[1.0, 0.0], score=1.0),
+        Document(id="copy", content="the for statement\niterates.", embedding=copy, score=0.9),
+        Document(id="other", content="Other text.", embedding=[0.0, 1.0], score=0.5),
+    ]
+    out = MMRSelector(top_k=3, lambda_threshold=1.0).run(documents=docs)["documents"]
+    assert [d.id for d in out] == ["first", "other"]
+    kept = MMRSelector(top_k=3, lambda_threshold=1.0, duplicate_threshold=None).run(documents=docs)["documents"]
+    assert [d.id for d in kept] == ["first", "copy", "other"]
+
+
 def test_lambda_per_query_and_query_relevance() -> None:
     selector = MMRSelector(top_k=2, relevance="query", duplicate_threshold=None)
     out = selector.run(documents=_documents(), query_embedding=[0.0, 1.0], lambda_threshold=1.0)

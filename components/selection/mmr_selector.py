@@ -42,7 +42,9 @@ class MMRSelector:
         :param lambda_threshold: trade-off between relevance (1.0) and diversity (0.0).
         :param relevance: ``score`` (upstream score) or ``query`` (cosine to ``query_embedding``).
         :param duplicate_threshold: drop candidates this similar (cosine) to one already selected, e.g. the same
-            paragraph indexed from two files; ``None`` keeps them.
+            paragraph indexed from two files; ``None`` keeps them. When set, candidates whose text equals (up to
+            white space and case) that of a better-ranked candidate are dropped too: their vectors can sit below
+            the threshold because the section path is embedded with the text.
         """
         if relevance not in ("score", "query"):
             msg = f"relevance must be 'score' or 'query', got {relevance!r}"
@@ -58,6 +60,19 @@ class MMRSelector:
         if not 0.0 <= value <= 1.0:
             msg = f"lambda_threshold must be within [0, 1], got {value}"
             raise ValueError(msg)
+
+    @staticmethod
+    def _drop_same_text(documents: list[Document]) -> list[Document]:
+        """Keep the first (best-ranked) of the documents that carry the same text."""
+        seen: set[str] = set()
+        kept: list[Document] = []
+        for doc in documents:
+            text = " ".join((doc.content or "").split()).casefold()
+            if text and text in seen:
+                continue
+            seen.add(text)
+            kept.append(doc)
+        return kept
 
     def _relevance(self, documents: list[Document], query: np.ndarray | None, emb: np.ndarray) -> np.ndarray:
         if self.relevance == "query":
@@ -83,6 +98,8 @@ class MMRSelector:
         k = self.top_k if top_k is None else top_k
         if not documents or k <= 0:
             return {"documents": []}
+        if self.duplicate_threshold is not None:
+            documents = self._drop_same_text(documents)
         dims = {len(d.embedding) for d in documents if d.embedding is not None}
         if len(dims) > 1:
             msg = f"Documents carry embeddings of different dimensions {sorted(dims)}"
