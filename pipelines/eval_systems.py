@@ -38,6 +38,7 @@ from haystack.components.joiners import DocumentJoiner
 from haystack.components.preprocessors import DocumentCleaner, DocumentSplitter
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from tqdm import tqdm
 
 from pipelines.eval_data import EvalSet, Passage
 from pipelines.eval_metrics import passage_ranking
@@ -276,6 +277,8 @@ class AdaptiveSystem:
             texts = [p for p in evalset.passages if not p.path]
             files = [p for p in evalset.passages if p.path]
             written = 0
+            # One bar over the whole corpus (the components' own bars are off: they would restart every batch).
+            bar = tqdm(total=len(texts), desc=f"index {evalset.name}", unit="passage", mininterval=10)
             for offset in range(0, len(texts), batch):
                 docs = [
                     Document(content=p.text, meta={PASSAGE_KEY: p.id, "title": p.title, "source": f"eval:{p.id}"})
@@ -283,6 +286,8 @@ class AdaptiveSystem:
                 ]
                 result = indexing.run({"file_router": {"sources": []}, entry: {"documents": docs}})
                 written += result["writer"]["documents_written"]
+                bar.update(len(docs))
+            bar.close()
             for offset in range(0, len(files), 8):
                 group = files[offset : offset + 8]
                 result = indexing.run(

@@ -17,12 +17,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from haystack import Document
+from haystack import Document, Pipeline
 from pydantic import BaseModel, ConfigDict, Field
 
 # Hayhooks imports the wrapper modules in parallel threads, and two threads importing qdrant_client's circular
@@ -33,6 +34,22 @@ import pipelines.query_pipeline  # noqa: F401
 from pipelines.indexing_pipeline import SUPPORTED_SUFFIXES
 
 logger = logging.getLogger(__name__)
+
+# Hayhooks also runs the wrappers' setup() in parallel threads and only logs (then skips the route) when one
+# raises: loading one pipeline at a time keeps a lazy import, a first store opening or a model session from
+# racing another wrapper's, which under load silently left a pipeline undeployed.
+_SETUP_LOCK = threading.Lock()
+
+
+def load_served_pipeline(name: str) -> Pipeline:
+    """``yaml/<name>.yaml`` loaded (store from ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH``) and warmed up, one
+    wrapper at a time."""
+    from pipelines.yaml_io import load_pipeline
+
+    with _SETUP_LOCK:
+        pipeline = load_pipeline(name)
+        pipeline.warm_up()
+        return pipeline
 
 #: Folder for uploaded files; default: ``uploads`` beside the local Qdrant folder (``.adaptive/uploads``).
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"

@@ -43,3 +43,45 @@ def test_server_round_trip() -> None:
     store = make_store(url=os.environ["QDRANT_URL"], index="adaptive_contract_test", recreate_index=True)
     store.write_documents([Document(id="1", content="hello", embedding=[0.1] * 384)])
     assert store.count_documents() == 1
+
+
+def test_local_channels_post_filter_to_the_same_results(store_path: str) -> None:
+    import numpy as np
+    from haystack.dataclasses import SparseEmbedding
+    from haystack_integrations.components.retrievers.qdrant import (
+        QdrantEmbeddingRetriever,
+        QdrantSparseEmbeddingRetriever,
+    )
+
+    from components.retrieval.qdrant_dense_retriever import QdrantDenseRetriever
+    from components.retrieval.qdrant_sparse_retriever import QdrantSparseRetriever
+
+    store = make_store(path=store_path)
+    rng = np.random.default_rng(0)
+    # Level-1 nodes crowd the top: 3 of every 4 points, so some queries need the filtered fallback.
+    docs = [
+        Document(
+            id=f"d{i}",
+            content=f"node {i}",
+            meta={"level": 0 if i % 4 == 0 else 1},
+            embedding=rng.standard_normal(384).tolist(),
+            sparse_embedding=SparseEmbedding(indices=[i % 7, 7 + i % 5], values=[1.0, 0.5]),
+        )
+        for i in range(400)
+    ]
+    store.write_documents(docs)
+    chunks = {"field": "meta.level", "operator": "==", "value": 0}
+    for k in (5, 40):
+        for seed in range(3):
+            q = np.random.default_rng(seed + 10).standard_normal(384).tolist()
+            ours = QdrantDenseRetriever(document_store=store, top_k=k, filters=chunks).run(query_embedding=q)
+            stock = QdrantEmbeddingRetriever(document_store=store, top_k=k, filters=chunks).run(query_embedding=q)
+            assert [d.id for d in ours["documents"]] == [d.id for d in stock["documents"]]
+            assert all(d.meta["level"] == 0 for d in ours["documents"])
+        sparse = SparseEmbedding(indices=[3, 9], values=[1.0, 1.0])
+        ours = QdrantSparseRetriever(document_store=store, top_k=k, filters=chunks).run(query_sparse_embedding=sparse)
+        stock = QdrantSparseEmbeddingRetriever(document_store=store, top_k=k, filters=chunks).run(
+            query_sparse_embedding=sparse
+        )
+        assert {d.id for d in ours["documents"]} == {d.id for d in stock["documents"]}
+        assert [round(d.score, 5) for d in ours["documents"]] == [round(d.score, 5) for d in stock["documents"]]

@@ -9,3 +9,12 @@ def stable_id(*parts: object, length: int = 32) -> str:
     """Hex digest of the parts joined by a separator that cannot occur in them by accident."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
     return digest[:length]
+
+
+def chunk_id(doc_id: str, position: int) -> str:
+    """Id of the chunk at ``position`` (0-based) of the source ``doc_id``.
+
+    Every split source has a chunk at position 0, so whether ``chunk_id(doc_id, 0)`` is stored tells whether
+    anything of that source is (``ReplacingDocumentWriter`` relies on it to skip a filter scan).
+    """
+    return stable_id(doc_id, position)

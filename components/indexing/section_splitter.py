@@ -10,7 +10,7 @@ from typing import Any
 from haystack import Document, component
 
 from components.indexing.headings import find_headings
-from components.indexing.ids import stable_id
+from components.indexing.ids import chunk_id, stable_id
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +148,6 @@ class SectionSplitter:
                         "position": position,
                         "level": 0,
                     }
-                    out.append(Document(id=stable_id(doc_id, position), content=text, meta=meta))
+                    out.append(Document(id=chunk_id(doc_id, position), content=text, meta=meta))
                     position += 1
         return {"documents": out}

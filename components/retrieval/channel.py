@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Any
 
 from haystack import Document
+from haystack.utils.filters import document_matches_filter
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +22,30 @@ def without_sparse(documents: list[Document]) -> list[Document]:
     """Drop sparse vectors from retrieved documents: nothing downstream reads them, and Haystack deep-copies
     every component input, so each vector carried costs time at every stage."""
     return [replace(d, sparse_embedding=None) if d.sparse_embedding is not None else d for d in documents]
+
+
+def search_post_filtered(
+    search: Callable[[dict[str, Any] | None, int], list[Document]],
+    store: Any,
+    filters: Any,
+    top_k: int,
+    overfetch: int = 3,
+) -> list[Document]:
+    """Run ``search(filters, top_k)``, or in Qdrant local mode filter the unfiltered top ``overfetch · top_k``.
+
+    Local mode evaluates a payload filter in Python over every stored point (measured: 544 ms for 20k points,
+    against 54 ms for the whole unfiltered vector search), where a server uses its payload index. The result is
+    the same documents in the same order whenever ``top_k`` of the over-fetched ones match; otherwise (or for a
+    native Qdrant filter, which only the server evaluates) the filtered search runs as usual.
+    """
+    if not filters or not isinstance(filters, dict) or not getattr(store, "is_local", False):
+        return search(filters, top_k)
+    fetch = top_k * overfetch
+    found = search(None, fetch)
+    kept = [d for d in found if document_matches_filter(filters, d)]
+    if len(kept) >= top_k or len(found) < fetch:
+        return kept[:top_k]
+    return search(filters, top_k)
 
 
 def search_or_none(channel: str, search: Callable[[], list[Document]]) -> list[Document] | None:

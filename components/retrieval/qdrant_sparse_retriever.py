@@ -6,9 +6,16 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict
 from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.types import apply_filter_policy
 from haystack_integrations.components.retrievers.qdrant import QdrantSparseEmbeddingRetriever
 
-from components.retrieval.channel import asearch_or_none, channel_enabled, search_or_none, without_sparse
+from components.retrieval.channel import (
+    asearch_or_none,
+    channel_enabled,
+    search_or_none,
+    search_post_filtered,
+    without_sparse,
+)
 from components.stores.qdrant_store import store_from_init_parameters
 
 
@@ -55,10 +62,26 @@ class QdrantSparseRetriever(QdrantSparseEmbeddingRetriever):
             return {"documents": []}
 
         def search() -> list[Document]:
-            found = QdrantSparseEmbeddingRetriever.run(
-                self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
-            )
-            return without_sparse(found["documents"])
+            if self._group_by:
+                found = QdrantSparseEmbeddingRetriever.run(
+                    self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
+                )
+                return without_sparse(found["documents"])
+            effective = apply_filter_policy(self._filter_policy, self._filters, filters)
+            store = self._document_store
+
+            def query(where: dict[str, Any] | None, k: int) -> list[Document]:
+                # What QdrantSparseEmbeddingRetriever.run does, minus its filter policy, so the filter can be left out.
+                return store._query_by_sparse(
+                    query_sparse_embedding=query_sparse_embedding,
+                    filters=where,
+                    top_k=k,
+                    scale_score=self._scale_score,
+                    return_embedding=self._return_embedding,
+                    score_threshold=self._score_threshold,
+                )
+
+            return without_sparse(search_post_filtered(query, store, effective, top_k or self._top_k))
 
         return {"documents": search_or_none(self.channel, search)}
 

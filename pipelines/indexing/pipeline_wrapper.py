@@ -24,8 +24,7 @@ from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
 
 from pipelines.indexing_pipeline import index_paths, store_of
-from pipelines.serving import IndexResponse, UploadRejectedError, save_upload, uploads_dir
-from pipelines.yaml_io import load_pipeline
+from pipelines.serving import IndexResponse, UploadRejectedError, load_served_pipeline, save_upload, uploads_dir
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +37,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def setup(self) -> None:
         """Load ``yaml/indexing.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and the models."""
-        self.pipeline = load_pipeline("indexing")
-        self.pipeline.warm_up()
+        self.pipeline = load_served_pipeline("indexing")
         self.store = store_of(self.pipeline)
         self.uploads = uploads_dir(self.store)
         # Indexing is CPU-bound and replaces chunks per source: serialising runs keeps replacements atomic

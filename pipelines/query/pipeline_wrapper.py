@@ -24,8 +24,7 @@ from hayhooks import BasePipelineWrapper
 from pydantic import Field
 
 from pipelines.query_pipeline import run_query
-from pipelines.serving import QueryResponse, context_text, last_user_text
-from pipelines.yaml_io import load_pipeline
+from pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +35,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def setup(self) -> None:
         """Load ``yaml/query.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and load the models."""
-        self.pipeline = load_pipeline("query")
-        self.pipeline.warm_up()
+        self.pipeline = load_served_pipeline("query")
 
     def _retrieve(self, query: str, top_k: int | None = None) -> QueryResponse:
         try:
