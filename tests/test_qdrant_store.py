@@ -85,3 +85,26 @@ def test_local_channels_post_filter_to_the_same_results(store_path: str) -> None
         )
         assert {d.id for d in ours["documents"]} == {d.id for d in stock["documents"]}
         assert [round(d.score, 5) for d in ours["documents"]] == [round(d.score, 5) for d in stock["documents"]]
+
+
+def test_channel_documents_share_their_vector_on_copy_and_drop_sparse() -> None:
+    import copy
+
+    from haystack.dataclasses import SparseEmbedding
+
+    from components.retrieval.channel import channel_documents
+
+    doc = Document(
+        id="a",
+        content="text",
+        meta={"channels": {"dense": 1}},
+        embedding=[0.1] * 4,
+        sparse_embedding=SparseEmbedding(indices=[1], values=[1.0]),
+        score=0.5,
+    )
+    [out] = channel_documents([doc])
+    assert out == Document(id="a", content="text", meta={"channels": {"dense": 1}}, embedding=[0.1] * 4, score=0.5)
+    copied = copy.deepcopy(out)
+    assert copied == out and copied.embedding is out.embedding  # Haystack copies inputs; the vector is shared
+    copied.meta["channels"]["sparse"] = 2
+    assert out.meta == {"channels": {"dense": 1}}  # everything else is a real copy

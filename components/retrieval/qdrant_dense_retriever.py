@@ -13,7 +13,6 @@ from components.retrieval.channel import (
     channel_enabled,
     search_or_none,
     search_post_filtered,
-    without_sparse,
 )
 from components.stores.qdrant_store import store_from_init_parameters
 
@@ -79,7 +78,7 @@ class QdrantDenseRetriever(QdrantEmbeddingRetriever):
                 found = QdrantEmbeddingRetriever.run(
                     self, query_embedding=query_embedding, filters=filters, top_k=top_k
                 )
-                return without_sparse(found["documents"])
+                return found["documents"]
             effective = apply_filter_policy(self._filter_policy, self._filters, filters)
             store = self._document_store
 
@@ -94,7 +93,7 @@ class QdrantDenseRetriever(QdrantEmbeddingRetriever):
                     score_threshold=self._score_threshold,
                 )
 
-            return without_sparse(search_post_filtered(query, store, effective, top_k or self._top_k))
+            return search_post_filtered(query, store, effective, top_k or self._top_k)
 
         return {"documents": search_or_none(self.channel, search)}
 
@@ -114,6 +113,6 @@ class QdrantDenseRetriever(QdrantEmbeddingRetriever):
             found = await QdrantEmbeddingRetriever.run_async(
                 self, query_embedding=query_embedding, filters=filters, top_k=top_k
             )
-            return without_sparse(found["documents"])
+            return found["documents"]
 
         return {"documents": await asearch_or_none(self.channel, search)}

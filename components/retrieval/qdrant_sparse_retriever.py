@@ -14,7 +14,6 @@ from components.retrieval.channel import (
     channel_enabled,
     search_or_none,
     search_post_filtered,
-    without_sparse,
 )
 from components.stores.qdrant_store import store_from_init_parameters
 
@@ -66,7 +65,7 @@ class QdrantSparseRetriever(QdrantSparseEmbeddingRetriever):
                 found = QdrantSparseEmbeddingRetriever.run(
                     self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
                 )
-                return without_sparse(found["documents"])
+                return found["documents"]
             effective = apply_filter_policy(self._filter_policy, self._filters, filters)
             store = self._document_store
 
@@ -81,7 +80,7 @@ class QdrantSparseRetriever(QdrantSparseEmbeddingRetriever):
                     score_threshold=self._score_threshold,
                 )
 
-            return without_sparse(search_post_filtered(query, store, effective, top_k or self._top_k))
+            return search_post_filtered(query, store, effective, top_k or self._top_k)
 
         return {"documents": search_or_none(self.channel, search)}
 
@@ -101,6 +100,6 @@ class QdrantSparseRetriever(QdrantSparseEmbeddingRetriever):
             found = await QdrantSparseEmbeddingRetriever.run_async(
                 self, query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k
             )
-            return without_sparse(found["documents"])
+            return found["documents"]
 
         return {"documents": await asearch_or_none(self.channel, search)}

@@ -38,7 +38,7 @@ from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRe
 from qdrant_client.http import models as rest
 
 from components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
-from components.retrieval.channel import channel_enabled, search_or_none, without_sparse
+from components.retrieval.channel import channel_enabled, search_or_none
 from components.stores.qdrant_store import store_from_init_parameters
 
 logger = logging.getLogger(__name__)
@@ -317,7 +317,7 @@ class SectionTreeRetriever:
                     score, doc, via, parent_id = found[cid]
                     tree = {"via": via, "parent_id": parent_id}
                     ranked.append(replace(doc, score=score, meta={**doc.meta, "section_tree": tree}))
-            return without_sparse(ranked[:top_k])
+            return ranked[:top_k]
 
         documents = search_or_none(self.channel, search)
         diagnostics["returned"] = None if documents is None else len(documents)
