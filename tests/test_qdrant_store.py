@@ -108,3 +108,4 @@ def test_channel_documents_share_their_vector_on_copy_and_drop_sparse() -> None:
     assert copied == out and copied.embedding is out.embedding  # Haystack copies inputs; the vector is shared
     copied.meta["channels"]["sparse"] = 2
     assert out.meta == {"channels": {"dense": 1}}  # everything else is a real copy
+    assert Document(id="a", content="text", meta={"channels": {"dense": 1}}, embedding=[0.1] * 4, score=0.5) == out

@@ -31,6 +31,12 @@ class SharedEmbeddingDocument(Document):
     def __deepcopy__(self, memo: dict[int, Any]) -> SharedEmbeddingDocument:
         return replace(self, meta=copy.deepcopy(self.meta, memo))
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to any ``Document`` with the same fields (``Document`` itself also compares the class)."""
+        return isinstance(other, Document) and self.to_dict(flatten=False) == other.to_dict(flatten=False)
+
+    __hash__ = Document.__hash__
+
 
 def channel_documents(documents: list[Document]) -> list[Document]:
     """A channel's output as it travels on: no sparse vector (nothing downstream reads it) and a shared dense
