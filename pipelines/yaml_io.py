@@ -22,7 +22,9 @@ from pipelines.store_config import (
 
 #: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed).
 ALLOWED_MODULES = ["components", "pipelines", "haystack_integrations"]
-YAML_DIR = Path(__file__).resolve().parents[1] / "yaml"
+_CHECKOUT_YAML = Path(__file__).resolve().parents[1] / "yaml"
+#: ``yaml/`` of a checkout (or an editable install); an installed wheel carries the same files as ``pipelines/yaml``.
+YAML_DIR = _CHECKOUT_YAML if _CHECKOUT_YAML.is_dir() else Path(__file__).resolve().parent / "yaml"
 
 
 class PipelineLoadError(ValueError):

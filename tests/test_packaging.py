@@ -1,0 +1,22 @@
+"""The wheel's contents: every package of the source tree, the package data and the pipelines' YAML."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from setuptools import find_packages
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_and_the_yaml_are_declared() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    found = set(find_packages(str(ROOT), include=["components*", "pipelines*"]))
+    # Hayhooks wrapper folders have no __init__.py (Hayhooks loads them by path) but must ship too.
+    wrappers = {f"pipelines.{w.parent.name}" for w in (ROOT / "pipelines").glob("*/pipeline_wrapper.py")}
+    assert wrappers == {"pipelines.query", "pipelines.indexing", "pipelines.diagrams"}
+    declared = set(config["packages"])
+    assert declared == found | wrappers | {"pipelines.yaml"}, "a new subpackage must be listed in pyproject.toml"
+    assert config["package-dir"]["pipelines.yaml"] == "yaml"
+    assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml"}
