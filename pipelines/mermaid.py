@@ -19,8 +19,10 @@ def _compact(pipeline: Pipeline, direction: str) -> str:
         lines.append(f'    {name}["{name}<br/><i>{type(data["instance"]).__name__}</i>"]')
     for sender, receiver, data in pipeline.graph.edges(data=True):
         out, inp = data.get("from_socket"), data.get("to_socket")
-        label = out.name if out is not None and inp is not None and out.name == inp.name else (
-            f"{out.name if out else '?'} → {inp.name if inp else '?'}"
+        label = (
+            out.name
+            if out is not None and inp is not None and out.name == inp.name
+            else (f"{out.name if out else '?'} → {inp.name if inp else '?'}")
         )
         lines.append(f'    {sender} -- "{label}" --> {receiver}')
     return "\n".join(lines) + "\n"

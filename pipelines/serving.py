@@ -51,6 +51,7 @@ def load_served_pipeline(name: str) -> Pipeline:
         pipeline.warm_up()
         return pipeline
 
+
 #: Folder for uploaded files; default: ``uploads`` beside the local Qdrant folder (``.adaptive/uploads``).
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
 #: Largest accepted upload, in bytes (``$ADAPTIVE_MAX_UPLOAD_MB``, default 50 MB).

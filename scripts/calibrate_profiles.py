@@ -29,6 +29,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -423,9 +424,11 @@ def write_profiles(profiles: dict[str, dict[str, Any]], command: str, note: str,
     )
     if not pattern.search(text):
         raise SystemExit(f"Could not find the DEFAULT_PROFILES literal in {path}")
+    # The command can be longer than a line: wrap it as a shell continuation so the file stays ruff-clean.
+    wrapped = textwrap.wrap(command, width=100, break_on_hyphens=False, break_long_words=False)
     comment = (
         "# Calibrated by scripts/calibrate_profiles.py (coordinate search per intent on the training split, checked\n"
-        f"# on held-out questions; {note}). Reproduce with:\n# {command}\n"
+        f"# on held-out questions; {note}). Reproduce with:\n# " + " \\\n#     ".join(wrapped) + "\n"
     )
     path.write_text(pattern.sub(lambda _: comment + format_profiles(profiles) + "\n", text, count=1), encoding="utf-8")
 
