@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated chunk counts, e.g. 1000,10000,100000")
     parser.add_argument("--queries", type=int, default=40, help="timed queries per size")
-    parser.add_argument("--mmr-queries", type=int, default=30)
+    parser.add_argument("--mmr-queries", type=int, default=30, help="queries for the MMR comparison (0 skips it)")
     parser.add_argument("--root", default=str(ROOT / ".adaptive"))
     parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per size (default: none)")
     parser.add_argument("--json", help="write the report here")
@@ -291,10 +291,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     report["end_to_end"] = measured[first]["end_to_end"]
     report["index_passages_per_s"] = measured[first]["indexing"]["passages_per_s"]
     report["index_peak_rss_mb"] = measured[first]["indexing"]["peak_rss_mb"]
-    print(f"[bench] MMR comparison on {first} chunks ...", file=sys.stderr, flush=True)
-    report["mmr"] = mmr_comparison(int(first), args.mmr_queries, root)
-    report["mmr_speedup"] = report["mmr"]["mmr_speedup"]
-    report["mmr_same_selection"] = report["mmr"]["mmr_same_selection"]
+    if args.mmr_queries > 0:
+        print(f"[bench] MMR comparison on {first} chunks ...", file=sys.stderr, flush=True)
+        report["mmr"] = mmr_comparison(int(first), args.mmr_queries, root)
+        report["mmr_speedup"] = report["mmr"]["mmr_speedup"]
+        report["mmr_same_selection"] = report["mmr"]["mmr_same_selection"]
     report["command"] = "python scripts/bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(markdown({**report, "sizes": measured}))
     if args.json:
