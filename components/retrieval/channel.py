@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from haystack import Document
+from haystack.document_stores.types import apply_filter_policy
 from haystack.utils.filters import document_matches_filter
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,36 @@ def search_post_filtered(
     if len(kept) >= top_k or len(found) < fetch:
         return kept[:top_k]
     return search(filters, top_k)
+
+
+def qdrant_channel_search(
+    retriever: Any,
+    store_query: Callable[..., list[Document]],
+    stock_run: Callable[[], dict[str, list[Document]]],
+    filters: Any,
+    top_k: int | None,
+) -> list[Document]:
+    """One search of a stock Qdrant retriever subclass, post-filtered in local mode (:func:`search_post_filtered`).
+
+    :param retriever: the ``QdrantEmbeddingRetriever``/``QdrantSparseEmbeddingRetriever`` (its init settings).
+    :param store_query: the store's query method with the query vector bound (``_query_by_embedding`` or
+        ``_query_by_sparse``): what the stock ``run`` calls, minus its filter policy, so the filter can be left out.
+    :param stock_run: the stock ``run`` with this call's arguments (grouped searches keep its behaviour).
+    """
+    if retriever._group_by:
+        return stock_run()["documents"]
+    effective = apply_filter_policy(retriever._filter_policy, retriever._filters, filters)
+
+    def query(where: dict[str, Any] | None, k: int) -> list[Document]:
+        return store_query(
+            filters=where,
+            top_k=k,
+            scale_score=retriever._scale_score,
+            return_embedding=retriever._return_embedding,
+            score_threshold=retriever._score_threshold,
+        )
+
+    return search_post_filtered(query, retriever._document_store, effective, top_k or retriever._top_k)
 
 
 def search_or_none(channel: str, search: Callable[[], list[Document]]) -> list[Document] | None:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from haystack import Document, component, default_from_dict
-from haystack.document_stores.types import apply_filter_policy
 from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 
 from components.retrieval.channel import (
     asearch_or_none,
     channel_enabled,
+    qdrant_channel_search,
     search_or_none,
-    search_post_filtered,
 )
 from components.stores.qdrant_store import store_from_init_parameters
 
@@ -74,26 +74,16 @@ class QdrantDenseRetriever(QdrantEmbeddingRetriever):
                     "built with."
                 )
                 raise ValueError(msg)
-            if self._group_by:
-                found = QdrantEmbeddingRetriever.run(
+            store_query = functools.partial(self._document_store._query_by_embedding, query_embedding=query_embedding)
+            return qdrant_channel_search(
+                self,
+                store_query,
+                lambda: QdrantEmbeddingRetriever.run(
                     self, query_embedding=query_embedding, filters=filters, top_k=top_k
-                )
-                return found["documents"]
-            effective = apply_filter_policy(self._filter_policy, self._filters, filters)
-            store = self._document_store
-
-            def query(where: dict[str, Any] | None, k: int) -> list[Document]:
-                # What QdrantEmbeddingRetriever.run does, minus its filter policy, so the filter can be left out.
-                return store._query_by_embedding(
-                    query_embedding=query_embedding,
-                    filters=where,
-                    top_k=k,
-                    scale_score=self._scale_score,
-                    return_embedding=self._return_embedding,
-                    score_threshold=self._score_threshold,
-                )
-
-            return search_post_filtered(query, store, effective, top_k or self._top_k)
+                ),
+                filters,
+                top_k,
+            )
 
         return {"documents": search_or_none(self.channel, search)}
 
