@@ -284,6 +284,18 @@ class GraphStoreBase(ABC):
         RELATES_TO weights (dropping edges at or below zero), refresh ``df`` of every touched entity and drop
         entities no chunk mentions any more."""
 
+    def community_version(self) -> int:
+        """Changes whenever communities are written or the store is cleared."""
+        return self._meta("community_version")
+
+    def pending_changes(self) -> int:
+        """Chunks written or deleted since communities were last written."""
+        return self._meta("pending")
+
+    @abstractmethod
+    def _meta(self, key: str) -> int:
+        """The integer bookkeeping value ``key`` (``community_version``, ``pending``)."""
+
     @abstractmethod
     def _add_pending(self, count: int) -> None:
         """Add ``count`` to the changes counted since communities were last written."""

@@ -361,14 +361,6 @@ class Neo4jGraphStore(GraphStoreBase):
             for r in rows
         ]
 
-    def community_version(self) -> int:
-        """Changes whenever communities are written or the store is cleared."""
-        return self._meta("community_version")
-
-    def pending_changes(self) -> int:
-        """Chunks written or deleted since communities were last written."""
-        return self._meta("pending")
-
     def stats(self) -> dict[str, int]:
         """Counts of entities, chunks, mentions, relations and communities."""
         queries = {
