@@ -62,6 +62,8 @@ def build_query_pipeline(
     p.connect("query_embedder.embedding", "section.query_embedding")
     p.connect("router.structural", "section.structural")
     p.connect("query_embedder.embedding", "graph_local.query_embedding")
+    # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
+    p.connect("dense.documents", "graph_local.nearest")
     p.connect("query_embedder.embedding", "graph_global.query_embedding")
     p.connect("query_embedder.embedding", "mmr.query_embedding")
     p.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")

@@ -21,6 +21,7 @@ from components.models.sparse_text_embedder import Bm25TextEmbedder
 from components.models.text_embedder import OnnxTextEmbedder
 from components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from components.retrieval.graph_local_retriever import GraphLocalRetriever
+from components.retrieval.qdrant_dense_retriever import QdrantDenseRetriever
 from components.retrieval.qdrant_sparse_retriever import QdrantSparseRetriever
 from components.stores.qdrant_store import release_all_clients
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
@@ -121,6 +122,22 @@ def test_graph_local_finds_a_bridge_passage_that_shares_no_word_with_the_query(i
     assert "Maximum Overdrive" in titles(by_name)
     # A query naming nothing in the graph and no vector gives nothing rather than noise.
     assert retriever.run(query="completely unrelated words")["documents"] == []
+
+
+def test_graph_local_reuses_the_dense_channels_hits_for_its_seeds(index: Index) -> None:
+    vector = index.vector(BRIDGE_QUERY)
+    own = GraphLocalRetriever(graph_store=index.graph, document_store=index.store, top_k=3)
+    expected = own.run(query=BRIDGE_QUERY, query_embedding=vector)["documents"]
+    dense = QdrantDenseRetriever(document_store=index.store, top_k=20).run(query_embedding=vector)["documents"]
+
+    searches: list[int] = []
+    reused = GraphLocalRetriever(graph_store=index.graph, document_store=index.store, top_k=3)
+    original = reused._dense.run
+    reused._dense.run = lambda **kw: searches.append(1) or original(**kw)  # a counting spy on the real search
+    got = reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=dense)["documents"]
+    assert searches == [] and [d.id for d in got] == [d.id for d in expected]
+    reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=[])  # dense off: it searches itself
+    assert searches == [1]
 
 
 def test_graph_local_skips_when_the_router_gives_it_no_weight(index: Index) -> None:

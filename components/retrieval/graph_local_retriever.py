@@ -202,15 +202,23 @@ class GraphLocalRetriever:
             seeds[key] = max(seeds.get(key, 0.0), idf(found[key].df, total) * (0.5 if inside else 1.0))
         return seeds
 
-    def hit_seeds(self, query_embedding: list[float], total: int) -> tuple[dict[str, dict[str, float]], list[str]]:
-        """Entities of the nearest chunks: ``{key: {hit_id: strength}}`` and the hit ids in rank order."""
+    def hit_seeds(
+        self, query_embedding: list[float], total: int, nearest: list[Document] | None = None
+    ) -> tuple[dict[str, dict[str, float]], list[str]]:
+        """Entities of the nearest chunks: ``{key: {hit_id: strength}}`` and the hit ids in rank order.
+
+        ``nearest``: the dense channel's ranked chunks for this query, used instead of searching again.
+        """
         if self.seed_hits <= 0:
             return {}, []
         # Twice as many as needed and no payload filter (local mode filters in Python, ~10 µs per stored point):
         # summary nodes sharing the collection are simply absent from the graph and skipped here.
-        hits = self._dense.run(query_embedding=query_embedding, top_k=2 * self.seed_hits)
-        mentions = self.graph_store.chunk_mentions([d.id for d in hits["documents"]])
-        hit_ids = [d.id for d in hits["documents"] if d.id in mentions][: self.seed_hits]
+        if nearest:
+            found = nearest[: 2 * self.seed_hits]
+        else:
+            found = self._dense.run(query_embedding=query_embedding, top_k=2 * self.seed_hits)["documents"]
+        mentions = self.graph_store.chunk_mentions([d.id for d in found])
+        hit_ids = [d.id for d in found if d.id in mentions][: self.seed_hits]
         dfs = self.graph_store.find_entities({k for m in mentions.values() for k in m})
         seeds: dict[str, dict[str, float]] = {}
         for rank, hit_id in enumerate(hit_ids):
@@ -248,14 +256,14 @@ class GraphLocalRetriever:
     # -- run ------------------------------------------------------------------------------------------------
 
     def search(
-        self, query: str, query_embedding: list[float] | None, top_k: int
+        self, query: str, query_embedding: list[float] | None, top_k: int, nearest: list[Document] | None = None
     ) -> tuple[list[tuple[str, float]], dict[str, list[str]]]:
         """Graph-ranked chunk ids with scores, and for each chunk the seed entities that reached it."""
         total = self.graph_store.chunk_count()
         if total <= 0:
             return [], {}
         from_query = self.query_seeds(query, total) if query and query.strip() else {}
-        from_hits, _ = self.hit_seeds(query_embedding, total) if query_embedding is not None else ({}, [])
+        from_hits, _ = self.hit_seeds(query_embedding, total, nearest) if query_embedding is not None else ({}, [])
         strength = dict(from_query)
         for key, sources in from_hits.items():
             strength[key] = strength.get(key, 0.0) + sum(sources.values())
@@ -279,9 +287,11 @@ class GraphLocalRetriever:
         why = {c: [k for _, k in sorted(reasons[c], reverse=True)[:3]] for c, _ in ranked}
         return ranked, why
 
-    def retrieve(self, query: str, query_embedding: list[float] | None, top_k: int) -> list[Document]:
+    def retrieve(
+        self, query: str, query_embedding: list[float] | None, top_k: int, nearest: list[Document] | None = None
+    ) -> list[Document]:
         """The channel's documents for one query (what :meth:`run` returns, without the failure handling)."""
-        ranked, why = self.search(query, query_embedding, top_k)
+        ranked, why = self.search(query, query_embedding, top_k, nearest)
         if not ranked:
             return []
         stored = chunks_with_dense_vectors(self.document_store, [c for c, _ in ranked])
@@ -308,6 +318,7 @@ class GraphLocalRetriever:
         query_embedding: list[float] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
+        nearest: list[Document] | None = None,
     ) -> dict[str, list[Document] | None]:
         """Chunks ranked by the graph (with embeddings); none when the router disabled this channel.
 
@@ -319,6 +330,9 @@ class GraphLocalRetriever:
             similarity).
         :param top_k: chunks to return (default: the init ``top_k``).
         :param weights: the router's channel weights; ``weights["graph_local"] == 0`` skips the search.
+        :param nearest: the dense channel's ranked chunks for this query (the query pipeline connects them), whose
+            entities seed the search instead of a second vector search; without them (dense off or failed) the
+            retriever searches itself.
         :raises ValueError: for ``top_k`` < 1.
         """
         if not channel_enabled(self.channel, weights):
@@ -327,4 +341,5 @@ class GraphLocalRetriever:
         if top_k < 1:
             msg = f"top_k must be >= 1, got {top_k}"
             raise ValueError(msg)
-        return {"documents": search_or_none(self.channel, lambda: self.retrieve(query, query_embedding, top_k))}
+        search = lambda: self.retrieve(query, query_embedding, top_k, nearest)  # noqa: E731
+        return {"documents": search_or_none(self.channel, search)}
