@@ -341,5 +341,8 @@ class GraphLocalRetriever:
         if top_k < 1:
             msg = f"top_k must be >= 1, got {top_k}"
             raise ValueError(msg)
-        search = lambda: self.retrieve(query, query_embedding, top_k, nearest)  # noqa: E731
+
+        def search() -> list[Document]:
+            return self.retrieve(query, query_embedding, top_k, nearest)
+
         return {"documents": search_or_none(self.channel, search)}
