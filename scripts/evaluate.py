@@ -76,6 +76,7 @@ def evaluate(
     use_cache: bool = True,
     log: Any = print,
     split: str = "all",
+    joiner_k: int | None = None,
 ) -> dict[str, Any]:
     """Index ``evalset`` for every system, ask every question of every system in turn, and aggregate."""
     unknown = sorted(set(systems) - set(ALL_SYSTEMS))
@@ -97,6 +98,9 @@ def evaluate(
         log(f"[index] adaptive: {len(evalset.passages)} passages ...")
         indexing[ADAPTIVE] = adaptive.index(evalset, force=not use_cache)
         log(f"[index] adaptive: {indexing[ADAPTIVE]}")
+        if joiner_k is not None:
+            # The RRF constant is a plain attribute of the joiner: sweep it without editing the YAML.
+            adaptive.pipeline.get_component("joiner").k = joiner_k
 
     def ask(system: str, question: str) -> tuple[list[str], float, dict[str, Any] | None]:
         if system == ADAPTIVE:
@@ -145,7 +149,7 @@ def evaluate(
         "questions": len(evalset.questions),
         "split": split,
         "machine": machine(),
-        "settings": {"top_k": top_k, "fetch_k": fetch_k, "stock_mmr_lambda": mmr_lambda},
+        "settings": {"top_k": top_k, "fetch_k": fetch_k, "stock_mmr_lambda": mmr_lambda, "joiner_k": joiner_k},
         "indexing": indexing,
         "systems": {s: aggregate(rows[s], types, latencies[s]) for s in systems},
         "per_question": per_question,
@@ -253,6 +257,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fetch-k", type=int, default=20, help="candidates per retriever in the stock hybrids")
     parser.add_argument("--stock-mmr-lambda", type=float, default=0.5, help="λ of the stock diversity ranker")
     parser.add_argument("--query-yaml", default="query")
+    parser.add_argument("--joiner-k", type=int, default=None, help="override the query pipeline's RRF constant")
     parser.add_argument("--indexing-yaml", default="indexing")
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
     parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
@@ -278,6 +283,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             use_cache=not args.no_cache,
             log=lambda m: print(m, file=sys.stderr, flush=True),
             split=args.split,
+            joiner_k=args.joiner_k,
         )
     finally:
         # Close the local Qdrant clients while the interpreter is intact (and free the folder's lock).

@@ -38,3 +38,34 @@ def test_same_copies_as_haystack() -> None:
     assert got["documents"][0] is not doc and got["documents"][0].meta is not doc.meta
     assert got["mixed"][3] is not data["mixed"][3]
     assert type(got["point"]) is Point
+
+
+def test_document_copies_are_deep_and_equal() -> None:
+    import copy
+
+    from haystack.dataclasses import ByteStream, SparseEmbedding
+
+    from components.fast_copy import copy_document
+    from components.retrieval.channel import SharedEmbeddingDocument
+
+    doc = Document(
+        content="x",
+        blob=ByteStream(data=b"raw"),
+        meta={"section_path": ["A", "B"], "channels": {"dense": 1}, "score": 0.5, "tags": [{"k": [1, 2]}]},
+        embedding=[0.1, 0.2],
+        sparse_embedding=SparseEmbedding(indices=[1, 4], values=[0.5, 1.5]),
+        score=0.25,
+    )
+    fast, slow = copy_document(doc), copy.deepcopy(doc)
+    assert fast == slow == doc and type(fast) is Document
+    for name in ("meta", "embedding", "blob", "sparse_embedding"):
+        assert getattr(fast, name) is not getattr(doc, name)
+    fast.meta["section_path"].append("C")
+    fast.meta["tags"][0]["k"].append(3)
+    assert doc.meta["section_path"] == ["A", "B"] and doc.meta["tags"] == [{"k": [1, 2]}]
+
+    shared = copy.deepcopy(SharedEmbeddingDocument(content="x", meta={"a": [1]}, embedding=[0.3]))
+    again = copy.deepcopy(shared)
+    assert type(again) is SharedEmbeddingDocument and again == shared
+    assert again.embedding is shared.embedding and again.meta["a"] is not shared.meta["a"]
+    assert utils._deepcopy_with_exceptions({"documents": [doc]})["documents"][0] == doc

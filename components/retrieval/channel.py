@@ -3,15 +3,15 @@ documents that are cheap to pass down the pipeline."""
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document
 from haystack.document_stores.types import apply_filter_policy
 from haystack.utils.filters import document_matches_filter
+
+from components.fast_copy import copy_document
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class SharedEmbeddingDocument(Document):
     """
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SharedEmbeddingDocument:
-        return replace(self, meta=copy.deepcopy(self.meta, memo))
+        return copy_document(self, shared=_SHARED_FIELDS)  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
         """Equal to any ``Document`` with the same fields (``Document`` itself also compares the class)."""
@@ -39,15 +39,20 @@ class SharedEmbeddingDocument(Document):
     __hash__ = Document.__hash__
 
 
+_SHARED_FIELDS = frozenset({"embedding"})
+
+
 def channel_documents(documents: list[Document]) -> list[Document]:
     """A channel's output as it travels on: no sparse vector (nothing downstream reads it) and a shared dense
-    embedding (see :class:`SharedEmbeddingDocument`)."""
-    return [
-        SharedEmbeddingDocument(
-            id=d.id, content=d.content, blob=d.blob, meta=d.meta, score=d.score, embedding=d.embedding
-        )
-        for d in documents
-    ]
+    embedding (see :class:`SharedEmbeddingDocument`). The store's documents are fresh objects, so their fields
+    move over as they are."""
+    out = []
+    for document in documents:
+        shared = object.__new__(SharedEmbeddingDocument)
+        # Filled directly, as a deep copy is: no __init__ or mutation warning per field.
+        shared.__dict__.update(document.__dict__, sparse_embedding=None)
+        out.append(shared)
+    return out
 
 
 def search_post_filtered(

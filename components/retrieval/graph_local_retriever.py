@@ -84,6 +84,9 @@ def chunks_with_dense_vectors(document_store: Any, ids: list[str]) -> dict[str, 
     if not ids:
         return {}
     store = document_store
+    cached = store.cached_documents(ids, vectors="dense") if hasattr(store, "cached_documents") else None
+    if cached is not None:
+        return {d.id: d for d in cached}
     store._initialize_client()
     vectors: Any = [DENSE_VECTORS_NAME] if store.use_sparse_embeddings else True
     records = store._client.retrieve(
