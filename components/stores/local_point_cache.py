@@ -3,8 +3,8 @@
 In local mode every hit Qdrant hands out is built on the spot: its payload deep-copied, its vectors copied into
 new lists, a pydantic record constructed and converted to a Haystack ``Document``: about 40 µs per point, and a
 query through the five channels materialises 600+ points (cProfile on hotpotqa100: a quarter of query time).
-:class:`LocalPointCache` converts each point once and hands out copies, which are cheap: the JSON ``meta``
-copied by :func:`~components.fast_copy.copy_json`, the dense vector (kept as ``float32``, exactly as Qdrant
+:class:`LocalPointCache` converts each point once and hands out copies, which are cheap: the document copied by
+:func:`~components.fast_copy.copy_document` (JSON ``meta``), the dense vector (kept as ``float32``, exactly as Qdrant
 stores it) turned back into a list in C.
 
 Handed-out vectors equal Qdrant's to float32 rounding, not always bit for bit: local mode re-normalises its stored
@@ -22,7 +22,6 @@ Usage::
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack_integrations.document_stores.qdrant.converters import convert_qdrant_point_to_haystack_document
 
-from components.fast_copy import copy_json
+from components.fast_copy import copy_document
 
 #: ``vectors`` choices: what the stock store returns with ``return_embedding=True`` (dense and sparse), the
 #: dense vector only, or none.
@@ -108,13 +107,8 @@ class LocalPointCache:
 
     @staticmethod
     def _hand_out(entry: _Entry, score: float | None, vectors: str) -> Document:
-        source = entry.document
-        clone = object.__new__(Document)
-        state = dict(source.__dict__)
-        state["meta"] = copy_json(source.meta)
-        state["score"] = score
-        if source.blob is not None:
-            state["blob"] = copy.deepcopy(source.blob)
+        clone = copy_document(entry.document)  # the stored document has no score and no vectors
+        state: dict[str, Any] = {"score": score}
         if vectors != NO_VECTORS and entry.dense is not None:
             # float32 -> Python floats: the same values Qdrant's own ``tolist()`` of its float32 rows gives.
             state["embedding"] = entry.dense.tolist()
@@ -122,6 +116,6 @@ class LocalPointCache:
             state["sparse_embedding"] = SparseEmbedding(
                 indices=list(entry.sparse.indices), values=list(entry.sparse.values)
             )
-        # Filled directly, as deepcopy does: no __init__, no mutation warning.
+        # Set directly, as copy_document fills the copy: no mutation warning.
         clone.__dict__.update(state)
         return clone

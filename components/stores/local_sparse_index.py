@@ -61,7 +61,6 @@ class LocalSparseIndex:
         # CSC keeps each term's postings contiguous; duplicates cannot occur (Qdrant rejects them on upsert).
         self._matrix = sparse.csc_matrix((values, (rows, columns.reshape(-1))), shape=shape)
         self._matrix.sort_indices()
-        self.document_frequency = np.diff(self._matrix.indptr)
 
     def __len__(self) -> int:
         return len(self.point_ids)

@@ -82,7 +82,7 @@ class _SharedClient:
         return self.point_caches.setdefault(collection_name, LocalPointCache())
 
 
-# Client methods that never change stored points; any other call invalidates the cached sparse indexes.
+# Client methods that never change stored points; any other call empties the local caches (sparse index, points).
 _READ_ONLY_METHODS = frozenset(
     {
         "collection_exists",
