@@ -166,7 +166,7 @@ def test_other_dimension_on_an_existing_index_is_refused_and_keeps_the_data(tmp_
     store.close()
     with pytest.raises(StoreFormatError):
         EdgeDocumentStore(path=str(tmp_path / "q"), embedding_dim=768).count_documents()
-    with pytest.raises(ValueError, match="768-d embedding"):
+    with pytest.raises(ValueError, match="dimension 768"):
         EdgeDocumentStore(path=str(tmp_path / "q2"), embedding_dim=384).write_documents(
             [Document(content="x", embedding=[0.1] * 768)]
         )

@@ -75,15 +75,18 @@ class StoreLockedError(DocumentStoreError):
     """The index folder is open in another process (one process owns an embedded index)."""
 
 
-class StoreFormatError(DocumentStoreError):
-    """The index folder holds data this store cannot open (an old format, another dimension, a damaged shard)."""
+class StoreFormatError(DocumentStoreError, ValueError):
+    """The index folder holds data this store cannot open (an old format, another dimension, a damaged shard): a
+    configuration error, so channels raise it instead of skipping themselves."""
 
 
 class _OpenShard:
     """One open ``EdgeShard`` shared by every store instance on its folder, with the lock that orders writes."""
 
-    def __init__(self, shard: qe.EdgeShard) -> None:
+    def __init__(self, shard: qe.EdgeShard, settings: tuple[int, str, bool, bool]) -> None:
         self.shard = shard
+        #: (embedding_dim, similarity, use_sparse_embeddings, sparse_idf) the shard was opened with.
+        self.settings = settings
         self.refs = 0
         self.write_lock = threading.RLock()
         #: Points written since the last optimisation (decides whether :meth:`optimize` has work to do).
@@ -192,12 +195,24 @@ class EdgeDocumentStore:
         with _OPEN_LOCK:
             opened = _OPEN.get(key)
             if opened is None:
-                opened = _OpenShard(self._open_shard())
+                opened = _OpenShard(self._open_shard(), self._settings())
                 _OPEN[key] = opened
                 logger.info("Opened Qdrant Edge shard %s (%d points)", key, opened.shard.info().points_count)
+            elif opened.settings != self._settings():
+                dim, similarity, *_ = opened.settings
+                msg = (
+                    f"The index '{key}' stores {dim}-d vectors ({similarity}; sparse vectors "
+                    f"{'on' if opened.settings[2] else 'off'}) but this store is configured for "
+                    f"{self.embedding_dim}-d ({self.similarity}; sparse vectors "
+                    f"{'on' if self.use_sparse_embeddings else 'off'}): use the settings it was built with."
+                )
+                raise StoreFormatError(msg)
             opened.refs += 1
         self._open, self._key = opened, key
         return opened
+
+    def _settings(self) -> tuple[int, str, bool, bool]:
+        return (self.embedding_dim, self.similarity, self.use_sparse_embeddings, self.sparse_idf)
 
     def _config(self) -> qe.EdgeConfig:
         sparse = (
@@ -280,7 +295,7 @@ class EdgeDocumentStore:
         for document in documents:
             if document.embedding is not None and len(document.embedding) != self.embedding_dim:
                 msg = (
-                    f"Document {document.id} has a {len(document.embedding)}-d embedding but the index "
+                    f"Document {document.id} has an embedding of dimension {len(document.embedding)} but the index "
                     f"'{self.index}' stores {self.embedding_dim}-d vectors: embed with the index's model."
                 )
                 raise ValueError(msg)
@@ -340,6 +355,7 @@ class EdgeDocumentStore:
 
         :raises ValueError: when the query's dimension differs from the index's.
         """
+        self._opened()  # an index built with other settings is named as such, before the query is blamed
         if len(query_embedding) != self.embedding_dim:
             msg = (
                 f"Query embedding has dimension {len(query_embedding)} but the index '{self.index}' stores "
