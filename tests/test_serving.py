@@ -45,15 +45,16 @@ def _store(path: Path) -> Any:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app of ``adaptive-retrieval serve`` on a free loopback port, with a small corpus uploaded over HTTP."""
-    from pipelines.app import create_app, running_server
+    from pipelines.app import create_app, free_port, running_server
 
     folder = tmp_path_factory.mktemp("served")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ADAPTIVE_QDRANT_PATH", str(folder / "qdrant"))
-        mp.delenv("QDRANT_URL", raising=False)
-        mp.delenv("ADAPTIVE_UPLOAD_DIR", raising=False)
-        app = create_app()
-        with running_server(app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        for name in ("QDRANT_URL", "ADAPTIVE_UPLOAD_DIR", "ADAPTIVE_API_TOKEN", "ADAPTIVE_CORS_ORIGINS"):
+            mp.delenv(name, raising=False)
+        port = free_port()
+        app = create_app(port=port)
+        with running_server(app, port=port) as url, httpx.Client(base_url=url, timeout=120) as client:
             files = [("files", (name, _topic(topic))) for name, topic in CORPUS.items()]
             upload = client.post("/indexing/run", files=files)
             assert upload.status_code == 200, upload.text
@@ -283,43 +284,79 @@ def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> No
         assert any(Path(d["source"]).name == f"bulletin{i}.md" for d in top), [d["source"] for d in top]
 
 
-def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
-    """``hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and stray modules in it."""
+def _start_hayhooks(folder: Path, tmp_path: Path, **env_extra: str) -> tuple[subprocess.Popen, str]:
     from pipelines.app import free_port
 
+    port = free_port()
+    env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    for name in ("QDRANT_URL", "PYTHONDONTWRITEBYTECODE", "HAYHOOKS_DURABLE_MODE", "ADAPTIVE_API_TOKEN"):
+        env.pop(name, None)
+    env.update(env_extra)
+    hayhooks = Path(sys.executable).with_name("hayhooks")
+    command = [str(hayhooks), "run", "--pipelines-dir", str(folder), "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    return process, f"http://127.0.0.1:{port}"
+
+
+def _wait_status(process: subprocess.Popen, url: str, wanted: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 180
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            status = httpx.get(f"{url}/status", timeout=5).json()
+            if len(status.get("pipelines", [])) >= wanted:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return status
+
+
+def _stop(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
+def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
+    """``HAYHOOKS_DURABLE_MODE=true hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and
+    stray modules in it: the wrappers are served, the deploy routes are not."""
     folder = tmp_path / "pipelines"
     shutil.copytree(REPO / "pipelines", folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "__pycache__").mkdir()
     (folder / "__pycache__" / "serving.cpython-311.pyc").write_bytes(b"\x00junk")
     (folder / "query" / "__pycache__").mkdir()
     (folder / "query" / "__pycache__" / "pipeline_wrapper.cpython-311.pyc").write_bytes(b"\x00junk")
-    port = free_port()
-    env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
-    env.pop("QDRANT_URL", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    hayhooks = Path(sys.executable).with_name("hayhooks")
-    command = [str(hayhooks), "run", "--pipelines-dir", str(folder), "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    process, url = _start_hayhooks(folder, tmp_path, HAYHOOKS_DURABLE_MODE="true")
     try:
-        deadline = time.monotonic() + 180
-        status: dict[str, Any] = {}
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                status = httpx.get(f"{url}/status", timeout=5).json()
-                if len(status.get("pipelines", [])) >= 3:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        status = _wait_status(process, url, 3)
         assert sorted(status.get("pipelines", [])) == ["diagrams", "indexing", "query"], status
         response = httpx.post(f"{url}/query/run", json={"query": "anything"}, timeout=60)
         assert response.status_code == 200, response.text
         assert response.json()["result"]["documents"] == []
         assert (tmp_path / "qdrant").is_dir(), "the wrappers must use $ADAPTIVE_QDRANT_PATH"
+        files = {"pipeline_wrapper.py": "import os\nos.system('touch /tmp/pwned')\n"}
+        deploy = httpx.post(f"{url}/deploy_files", json={"name": "x", "files": files}, timeout=30)
+        undeploy = httpx.post(f"{url}/undeploy/query", timeout=30)
+        assert (deploy.status_code, undeploy.status_code) == (404, 404)
+        assert (folder / "query" / "pipeline_wrapper.py").is_file()
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop(process)
+
+
+def test_plain_hayhooks_run_with_deploy_routes_serves_no_pipeline(tmp_path: Path) -> None:
+    """Without ``HAYHOOKS_DURABLE_MODE`` Hayhooks keeps its deploy routes: the wrappers refuse to load and say why."""
+    process, url = _start_hayhooks(REPO / "pipelines", tmp_path)
+    try:
+        status = _wait_status(process, url, 1)
+        assert status.get("pipelines") == ["diagrams"], status
+        assert httpx.post(f"{url}/query/run", json={"query": "x"}, timeout=30).status_code == 404
+    finally:
+        output = _stop(process)
+    assert "Refusing to serve this pipeline" in output and "HAYHOOKS_DURABLE_MODE=true" in output, output[-3000:]
