@@ -360,3 +360,144 @@ def test_plain_hayhooks_run_with_deploy_routes_serves_no_pipeline(tmp_path: Path
     finally:
         output = _stop(process)
     assert "Refusing to serve this pipeline" in output and "HAYHOOKS_DURABLE_MODE=true" in output, output[-3000:]
+
+
+# --- serving securely (issue 15): read-only app, browser safety, MCP and CLI beside REST ----------------------
+
+
+def test_deploy_routes_are_absent_and_no_uploaded_code_runs(served: dict[str, Any], tmp_path: Path) -> None:
+    client = served["client"]
+    marker = tmp_path / "pwned"
+    code = f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+    attempts = [
+        client.post("/deploy_files", json={"name": "evil", "files": {"pipeline_wrapper.py": code}}),
+        client.post("/deploy-yaml", json={"name": "evil", "source_code": "components: {}\nconnections: []\n"}),
+        client.post("/undeploy/query"),
+        client.delete("/undeploy/query"),
+    ]
+    assert all(r.status_code in (404, 405) for r in attempts), [(r.status_code, r.text) for r in attempts]
+    assert not marker.exists()
+    assert (REPO / "pipelines" / "query" / "pipeline_wrapper.py").is_file()
+    assert sorted(client.get("/status").json()["pipelines"]) == ["diagrams", "indexing", "query"]
+    assert _query(client, "lambda expression")["documents"]
+
+
+def test_cross_origin_requests_get_no_cors_grant(served: dict[str, Any]) -> None:
+    client = served["client"]
+    preflight = client.options(
+        "/indexing/run", headers={"origin": "http://evil.example", "access-control-request-method": "POST"}
+    )
+    assert "access-control-allow-origin" not in preflight.headers, preflight.headers
+    simple = client.post("/query/run", json={"query": "lambda"}, headers={"origin": "http://evil.example"})
+    assert "access-control-allow-origin" not in simple.headers
+
+
+def test_foreign_host_is_refused(served: dict[str, Any]) -> None:
+    client = served["client"]
+    port = httpx.URL(served["url"]).port
+    refused = client.post("/query/run", json={"query": "lambda"}, headers={"host": f"rebind.evil.example:{port}"})
+    assert refused.status_code == 421 and "Host" in refused.json()["detail"]
+    assert client.get("/mcp", headers={"host": "rebind.evil.example"}).status_code == 421
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+        assert client.get("/status", headers={"host": host}).status_code == 200
+
+
+def test_docs_are_served_without_a_cdn(served: dict[str, Any]) -> None:
+    client = served["client"]
+    for page in ("/docs", "/redoc"):
+        html = client.get(page)
+        assert html.status_code == 200 and "/docs/assets/" in html.text
+        assert "http://" not in html.text and "https://" not in html.text, html.text
+    script = client.get("/docs/assets/swagger-ui-bundle.js")
+    assert script.status_code == 200 and len(script.content) > 500_000
+    assert "/query/run" in client.get("/openapi.json").json()["paths"]
+    assert client.get("/draw/query", follow_redirects=False).headers["location"] == "/diagrams/query.svg"
+
+
+def _mcp_session(url: str, call: Any, headers: dict[str, str] | None = None) -> Any:
+    """Run ``await call(session)`` in a real MCP client session on ``url/mcp`` (streamable HTTP)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def run() -> Any:
+        async with (
+            streamablehttp_client(f"{url}/mcp", headers=headers) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await call(session)
+
+    return asyncio.run(run())
+
+
+def test_mcp_client_gets_the_rest_documents_in_the_same_process(served: dict[str, Any]) -> None:
+    query = "How do I import a module from a package?"
+
+    async def calls(session: Any) -> tuple[Any, Any, Any]:
+        tools = await session.list_tools()
+        found = await session.call_tool("query", {"query": query, "top_k": 3})
+        refused = await session.call_tool("indexing", {})
+        return tools, found, refused
+
+    tools, found, refused = _mcp_session(served["url"], calls)
+    assert [tool.name for tool in tools.tools] == ["query"]
+    assert not found.isError
+    via_mcp = json.loads(found.content[0].text)
+    via_rest = _query(served["client"], query, top_k=3)
+    assert via_mcp["documents"] and [d["id"] for d in via_mcp["documents"]] == [d["id"] for d in via_rest["documents"]]
+    assert refused.isError and "Unknown tool" in refused.content[0].text
+
+
+def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env_extra or {})}
+    env.pop("QDRANT_URL", None)
+    command = [sys.executable, "-m", "components.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False)
+
+
+def test_cli_commands_during_serving_go_through_the_server(served: dict[str, Any], tmp_path: Path) -> None:
+    store = str(served["folder"] / "qdrant")
+    query = "What happens to an exception raised in a finally clause?"
+    done = _cli("query", "--store", store, "--json", "--top-k", "3", query)
+    assert done.returncode == 0, done.stderr
+    assert served["url"] in done.stderr
+    via_cli = json.loads(done.stdout)
+    via_rest = _query(served["client"], query, top_k=3)
+    assert via_cli["documents"] and [d["id"] for d in via_cli["documents"]] == [d["id"] for d in via_rest["documents"]]
+
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nA note about wombats.")
+    refused = _cli("index", "--store", store, str(note))
+    assert refused.returncode == 1 and served["url"] in refused.stderr and "stop that server" in refused.stderr
+
+
+def test_delete_source_removes_file_chunks_summaries_and_graph(served: dict[str, Any]) -> None:
+    from pipelines.store_config import make_graph_store
+
+    client = served["client"]
+    store = _store(served["folder"] / "qdrant")
+    graph = make_graph_store(qdrant_path=str(served["folder"] / "qdrant"))
+    graph_before, count_before = graph.chunk_count(), store.count_documents()
+    for name, topic in (("doomed.md", "assert"), ("doomed2.md", "del")):
+        text = f"# {name}\n\nThe zebu rule.\n\n" + _topic(topic)
+        upload = client.post("/indexing/run", files=[("files", (name, text))]).json()["result"]
+        assert upload["chunks_written"] > 0
+    source = str(served["folder"] / "uploads" / "doomed.md")
+    docs = store.filter_documents(filters={"field": "meta.source", "operator": "==", "value": source})
+    assert docs and graph.chunk_count() > graph_before
+
+    deleted = client.delete("/sources", params={"source": "doomed.md"})
+    assert deleted.status_code == 200, deleted.text
+    [item] = deleted.json()["deleted"]
+    assert item["documents_removed"] == len(docs) and item["graph_chunks_removed"] > 0 and item["file_removed"]
+    assert not (served["folder"] / "uploads" / "doomed.md").exists()
+    assert store.filter_documents(filters={"field": "meta.source", "operator": "==", "value": source}) == []
+    doc_ids = sorted({d.meta["doc_id"] for d in docs})
+    assert store.filter_documents(filters={"field": "meta.doc_id", "operator": "in", "value": doc_ids}) == []
+
+    by_cli = _cli("delete", "--store", str(served["folder"] / "qdrant"), "doomed2.md")
+    assert by_cli.returncode == 0 and "uploaded file removed" in by_cli.stdout, by_cli.stderr
+    assert (store.count_documents(), graph.chunk_count()) == (count_before, graph_before)
+    missing = client.delete("/sources", params={"source": "doomed.md"})
+    assert missing.status_code == 404 and "doomed.md" in missing.json()["detail"]
+    assert str(served["folder"]) not in missing.text
