@@ -150,6 +150,24 @@ def sources_router() -> APIRouter:
     return router
 
 
+def _document_bearer_auth(app: FastAPI) -> None:
+    """Declare the bearer token in ``app``'s OpenAPI schema, so that ``/docs`` has an "Authorize" button (FastAPI's
+    documented way to extend the schema: replace ``app.openapi``)."""
+    generate = app.openapi
+
+    def openapi() -> dict:
+        schema = generate()
+        schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The value of $ADAPTIVE_API_TOKEN",
+        }
+        schema["security"] = [{"bearer": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 1416) -> FastAPI:
     """The served app: Hayhooks' app for the wrappers under ``pipelines_dir`` (default: this package's folder)
     with the pipeline set fixed at start-up (no deploy/undeploy routes), plus ``/diagrams``, ``DELETE /sources``,
@@ -162,6 +180,7 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     from fastapi.middleware.cors import CORSMiddleware
     from hayhooks.server.app import create_app as create_hayhooks_app
     from hayhooks.settings import settings
+    from pydantic import SecretStr
 
     from pipelines.mcp_app import McpEndpoint
     from pipelines.ownership import local_store_path, release_store
@@ -185,6 +204,10 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     inner = create_hayhooks_app()
     inner.include_router(diagram_router())
     inner.include_router(sources_router())
+    if policy.token is not None:
+        _document_bearer_auth(inner)
+        # Hayhooks' /traces routes check their own bearer token: make it the same one.
+        settings.tracing_token = SecretStr(policy.token.resolve_value() or "")
     mcp = McpEndpoint(inner.state.pipeline_registry)
 
     @contextlib.asynccontextmanager

@@ -149,6 +149,15 @@ def _is_public(path: str) -> bool:
     return any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
 
 
+async def _refuse(
+    scope: Scope, send: Send, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    if scope["type"] == "websocket":  # 1008: policy violation
+        await send({"type": "websocket.close", "code": 1008, "reason": detail[:120]})
+        return
+    await _send_json(send, status, detail, headers)
+
+
 async def _send_json(send: Send, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     start_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -179,11 +188,14 @@ class GuardMiddleware:
         if allowed is not None and host_name(headers.get("host", "")) not in allowed:
             logger.warning("Refused a request for Host %r (DNS rebinding?)", headers.get("host"))
             detail = "Unknown Host header: this server answers only to " + ", ".join(sorted(allowed))
-            await _send_json(send, 421, detail)
+            await _refuse(scope, send, 421, detail)
             return
         if not _is_public(scope["path"]) and not self.policy.token_matches(headers.get("authorization")):
             detail = "Missing or wrong bearer token: send 'Authorization: Bearer <token>' ($ADAPTIVE_API_TOKEN)"
-            await _send_json(send, 401, detail, [(b"www-authenticate", b"Bearer")])
+            await _refuse(scope, send, 401, detail, [(b"www-authenticate", b"Bearer")])
+            return
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
             return
         await self.app(scope, receive, _scrubbing_send(send, scope["path"]))
 

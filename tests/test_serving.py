@@ -437,9 +437,11 @@ def test_mcp_client_gets_the_rest_documents_in_the_same_process(served: dict[str
         tools = await session.list_tools()
         found = await session.call_tool("query", {"query": query, "top_k": 3})
         refused = await session.call_tool("indexing", {})
-        return tools, found, refused
+        empty = await session.call_tool("query", {"query": "   "})
+        return tools, found, refused, empty
 
-    tools, found, refused = _mcp_session(served["url"], calls)
+    tools, found, refused, empty = _mcp_session(served["url"], calls)
+    assert empty.isError and "empty" in empty.content[0].text
     assert [tool.name for tool in tools.tools] == ["query"]
     assert not found.isError
     via_mcp = json.loads(found.content[0].text)

@@ -64,6 +64,8 @@ def test_every_route_needs_the_token(guarded: dict[str, Any]) -> None:
     chat = client.post("/v1/chat/completions", json=CHAT, headers=bearer)
     assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"].startswith("Retrieved 0")
     assert client.get("/docs").status_code == 200, "the API docs stay readable without the token"
+    schema = client.get("/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
 
 
 def _mcp_tools(url: str, headers: dict[str, str] | None) -> list[str]:
