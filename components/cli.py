@@ -21,6 +21,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 STORE_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
@@ -70,7 +71,10 @@ def _call_server(owner: dict[str, Any], method: str, route: str, **kwargs: Any) 
     try:
         response = httpx.request(method, f"{owner['url']}{route}", headers=headers, timeout=600, **kwargs)
     except httpx.HTTPError as err:
-        msg = f"{_owned_message(owner)}, which did not answer ({err}); stop it or try again"
+        msg = (
+            f"{_owned_message(owner)}, which did not answer ({err}); try again, or delete {owner.get('file')} "
+            "if that process is not this store's server"
+        )
         raise CliError(msg) from err
     if response.status_code == 401:
         msg = f"{_owned_message(owner)}, which requires a token: set ${TOKEN_ENV}"
@@ -191,7 +195,9 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     """Delete indexed sources: their chunks, summaries and graph records, and the file when it is an upload."""
     if owner := _store_owner(args):
         print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
-        removed = _call_server(owner, "DELETE", "/sources", params={"source": args.sources})["deleted"]
+        # The server resolves names against its own working directory: send paths that exist here as absolute.
+        names = [str(Path(n).resolve()) if ("/" in n and Path(n).exists()) else n for n in args.sources]
+        removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
     else:
         from pipelines.indexing_pipeline import graph_store_of, store_of
         from pipelines.serving import uploads_dir

@@ -254,7 +254,8 @@ def running_server(
 
     Usage::
 
-        with running_server(create_app()) as url:
+        port = free_port()
+        with running_server(create_app(port=port), port=port) as url:
             httpx.post(f"{url}/query/run", json={"query": "..."})
     """
     import uvicorn

@@ -57,7 +57,7 @@ def _alive(pid: int) -> bool:
 
 
 def store_owner(store_path: str | Path) -> dict[str, Any] | None:
-    """The live server that owns ``store_path`` (``{"pid", "url", "store"}``), or ``None``."""
+    """The live server that owns ``store_path`` (``{"pid", "url", "store", "file"}``), or ``None``."""
     file = owner_file(store_path)
     try:
         info = json.loads(file.read_text(encoding="utf-8"))
@@ -67,7 +67,7 @@ def store_owner(store_path: str | Path) -> dict[str, Any] | None:
     except (OSError, ValueError, KeyError, TypeError) as err:
         logger.warning("Ignoring unreadable %s: %s", file, err)
         return None
-    return info if _alive(pid) else None
+    return {**info, "file": str(file)} if _alive(pid) else None
 
 
 def claim_store(store_path: str | Path, url: str | None) -> Path:

@@ -185,3 +185,26 @@ def test_entry_points_keep_haystack_telemetry_off() -> None:
     env = {k: v for k, v in os.environ.items() if k != "HAYSTACK_TELEMETRY_ENABLED"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, check=True)
     assert done.stdout.strip() == "None", done.stdout
+
+
+def test_store_owner_file(tmp_path: Path) -> None:
+    from pipelines.ownership import StoreOwnedError, claim_store, owner_file, release_store, store_owner
+
+    store = tmp_path / "qdrant"
+    assert store_owner(store) is None
+    claim_store(store, "http://127.0.0.1:1")
+    assert owner_file(store) == tmp_path / "qdrant.server.json"
+    assert store_owner(store)["url"] == "http://127.0.0.1:1"
+    release_store(store)
+    assert not owner_file(store).exists()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    owner_file(store).write_text(f'{{"pid": {gone.stdout.strip()}, "url": "http://127.0.0.1:2"}}')
+    assert store_owner(store) is None, "the file of a process that is gone is stale"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner_file(store).write_text(f'{{"pid": {other.pid}, "url": "http://127.0.0.1:3"}}')
+        with pytest.raises(StoreOwnedError, match=f"process {other.pid} at http://127.0.0.1:3"):
+            claim_store(store, "http://127.0.0.1:4")
+    finally:
+        other.kill()
+        other.wait()
