@@ -503,3 +503,13 @@ def test_delete_source_removes_file_chunks_summaries_and_graph(served: dict[str,
     missing = client.delete("/sources", params={"source": "doomed.md"})
     assert missing.status_code == 404 and "doomed.md" in missing.json()["detail"]
     assert str(served["folder"]) not in missing.text
+
+
+def test_plain_hayhooks_run_refuses_a_token_it_cannot_enforce(tmp_path: Path) -> None:
+    process, _ = _start_hayhooks(REPO / "pipelines", tmp_path, HAYHOOKS_DURABLE_MODE="true", ADAPTIVE_API_TOKEN="t")
+    try:
+        output, _ = process.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        output = _stop(process)
+    assert process.returncode != 0, output[-3000:]
+    assert "cannot require it" in output and "adaptive-retrieval serve" in output, output[-3000:]
