@@ -11,6 +11,7 @@ optimised; local mode is exact).
 Usage::
 
     python scripts/bench_store.py --sizes 20000,100000 --queries 50 --json bench_store.json
+    python scripts/bench_store.py --sizes 20000,100000 --stock-sizes 20000   # Edge alone at 100k
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def compare(ours: Any, stock: Any, qs: list[Any]) -> dict[str, Any]:
     }
 
 
-def bench(size: int, count: int, folder: Path) -> dict[str, Any]:
+def bench(size: int, count: int, folder: Path, with_stock: bool = True) -> dict[str, Any]:
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
     docs = synthetic(size)
@@ -128,6 +129,22 @@ def bench(size: int, count: int, folder: Path) -> dict[str, Any]:
     edge.optimize(force=True)
     optimised = time.perf_counter() - start
     log.info("%d points: Edge upsert %.1f s, optimize %.1f s; %s", size, written, optimised, edge.info())
+    result: dict[str, Any] = {"edge_upsert_s": round(written, 1), "edge_optimize_s": round(optimised, 1)}
+    if not with_stock:
+        for name, filters in (("", None), ("_filtered", CHUNKS)):
+            dense_t, _ = timed(lambda q, f=filters: edge.search_dense(q[0], top_k=TOP, filters=f), qs)
+            sparse_t, _ = timed(lambda q, f=filters: edge.search_sparse(q[1], top_k=TOP, filters=f), qs)
+            result["dense" + name] = {"ours_p50_ms": p(dense_t, 50), "ours_p95_ms": p(dense_t, 95)}
+            result["sparse" + name] = {"ours_p50_ms": p(sparse_t, 50), "ours_p95_ms": p(sparse_t, 95)}
+            log.info(
+                "%d points%s (Edge only): dense %s sparse %s",
+                size,
+                name,
+                result["dense" + name],
+                result["sparse" + name],
+            )
+        edge.close()
+        return result
     stock = QdrantDocumentStore(
         path=str(folder / "local"), embedding_dim=DIM, use_sparse_embeddings=True, sparse_idf=True, progress_bar=False
     )
@@ -135,7 +152,6 @@ def bench(size: int, count: int, folder: Path) -> dict[str, Any]:
     stock.write_documents(docs)
     log.info("%d points: local mode upsert %.1f s", size, time.perf_counter() - start)
     server = QdrantServerSearch(stock)
-    result: dict[str, Any] = {"edge_upsert_s": round(written, 1), "edge_optimize_s": round(optimised, 1)}
     for name, filters in (("", None), ("_filtered", CHUNKS)):
         result["dense" + name] = compare(
             lambda q, f=filters: edge.search_dense(q[0], top_k=TOP, filters=f),
@@ -157,13 +173,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="20000,100000")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument(
+        "--stock-sizes",
+        help="sizes at which stock local mode is measured too (default: all; its 100k upsert takes "
+        "about an hour on 2 cores)",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     out: dict[str, Any] = {"sizes": {}}
-    for size in (int(s) for s in args.sizes.split(",")):
+    sizes = [int(s) for s in args.sizes.split(",")]
+    stock_sizes = {int(s) for s in args.stock_sizes.split(",")} if args.stock_sizes else set(sizes)
+    for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            out["sizes"][str(size)] = bench(size, args.queries, Path(tmp))
+            out["sizes"][str(size)] = bench(size, args.queries, Path(tmp), with_stock=size in stock_sizes)
     text = json.dumps(out, indent=2)
     print(text)
     if args.json:

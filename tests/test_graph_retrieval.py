@@ -1,4 +1,4 @@
-"""Graph channels on a small real index (Qdrant local mode, ONNX embeddings, SQLite graph): the bridge hop,
+"""Graph channels on a small real index (Qdrant Edge, ONNX embeddings, SQLite graph): the bridge hop,
 incremental updates, communities and the global channel, and how the pipelines wire and load them."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def passage(title: str, text: str) -> Document:
 
 
 class Index:
-    """A real small index: Qdrant local mode + ONNX INT8 embeddings + the SQLite graph."""
+    """A real small index: Qdrant Edge + ONNX INT8 embeddings + the SQLite graph."""
 
     def __init__(self, folder: Path) -> None:
         self.store = make_store(path=str(folder / "qdrant"))

@@ -45,7 +45,7 @@ def test_index_query_reindex_delete(corpus: Path, store_path: str, model_dir: Pa
     index_paths(indexing, [corpus], force=True)
     assert store.count_documents() == total
 
-    # Query through the YAML pipeline, loaded twice in one process (shared local client).
+    # Query through the YAML pipeline, loaded twice in one process (one shared Edge shard).
     load_pipeline("query", path=store_path)
     query = load_pipeline("query", path=store_path)
     result = run_query(query, "What happens when a while loop condition becomes false?")

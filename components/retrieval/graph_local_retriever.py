@@ -192,8 +192,8 @@ class GraphLocalRetriever:
         """
         if self.seed_hits <= 0:
             return {}, []
-        # Twice as many as needed and no payload filter (local mode filters in Python, ~10 µs per stored point):
-        # summary nodes sharing the collection are simply absent from the graph and skipped here.
+        # Twice as many as needed and no payload filter: summary nodes sharing the collection are simply absent
+        # from the graph and skipped here.
         if nearest:
             found = nearest[: 2 * self.seed_hits]
         else:

@@ -158,7 +158,7 @@ class SectionTreeRetriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SectionTreeRetriever:
-        """Deserialise, keeping the document store's own class (and so the shared local client)."""
+        """Deserialise, keeping the document store's own class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
     # -- structural references ------------------------------------------------------------------------

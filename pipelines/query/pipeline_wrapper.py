@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Runs the query pipeline synchronously (Qdrant local mode has no async client); the store is the
+    """Runs the query pipeline synchronously (the embedded store is synchronous; Hayhooks runs it in its thread pool); the store is the
     process-wide shared one, so the indexing wrapper's writes are visible at once."""
 
     def setup(self) -> None:
