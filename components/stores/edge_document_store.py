@@ -71,7 +71,7 @@ _WRITE_BATCH = 256
 _SCROLL_PAGE = 1024
 
 
-class StoreLockedError(DocumentStoreError):
+class StoreLockedError(DocumentStoreError, RuntimeError):
     """The index folder is open in another process (one process owns an embedded index)."""
 
 
