@@ -116,6 +116,25 @@ def compare(ours: Any, stock: Any, qs: list[Any]) -> dict[str, Any]:
     }
 
 
+def concurrency(edge: EdgeDocumentStore, qs: list[Any], threads: int = 2) -> dict[str, float]:
+    """Filtered dense queries per second from one thread and from ``threads`` threads sharing the shard."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(q: Any) -> None:
+        edge.search_dense(q[0], top_k=TOP, filters=CHUNKS)
+
+    work = qs * 4
+    start = time.perf_counter()
+    for q in work:
+        run(q)
+    one = len(work) / (time.perf_counter() - start)
+    with ThreadPoolExecutor(threads) as pool:
+        start = time.perf_counter()
+        list(pool.map(run, work))
+        many = len(work) / (time.perf_counter() - start)
+    return {"qps_1_thread": round(one, 1), f"qps_{threads}_threads": round(many, 1), "ratio": round(many / one, 2)}
+
+
 def bench(size: int, count: int, folder: Path, with_stock: bool = True) -> dict[str, Any]:
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
@@ -129,7 +148,12 @@ def bench(size: int, count: int, folder: Path, with_stock: bool = True) -> dict[
     edge.optimize(force=True)
     optimised = time.perf_counter() - start
     log.info("%d points: Edge upsert %.1f s, optimize %.1f s; %s", size, written, optimised, edge.info())
-    result: dict[str, Any] = {"edge_upsert_s": round(written, 1), "edge_optimize_s": round(optimised, 1)}
+    result: dict[str, Any] = {
+        "edge_upsert_s": round(written, 1),
+        "edge_optimize_s": round(optimised, 1),
+        "concurrency": concurrency(edge, qs),
+    }
+    log.info("%d points: concurrency %s", size, result["concurrency"])
     if not with_stock:
         for name, filters in (("", None), ("_filtered", CHUNKS)):
             dense_t, _ = timed(lambda q, f=filters: edge.search_dense(q[0], top_k=TOP, filters=f), qs)
