@@ -59,7 +59,8 @@ def build_query_pipeline(
     p.add_component("joiner", WeightedRRFJoiner(channels=CHANNELS, k=FUSION_K))
     p.add_component("mmr", MMRSelector())
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision))
-    p.add_component("gate", QualityGate())
+    # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
+    p.add_component("gate", QualityGate(document_store=store))
     p.add_component("loop", RetryLoop())
 
     p.connect("query_embedder.embedding", "router.query_embedding")
@@ -86,6 +87,8 @@ def build_query_pipeline(
     p.connect("ranker.documents", "gate.documents")
     p.connect("query_embedder.embedding", "gate.query_embedding")
     p.connect("joiner.fusion", "gate.fusion")
+    p.connect("router.strategy", "gate.strategy")
+    p.connect("router.next_strategy", "gate.next_strategy")
     # The corrective loop: the query enters at `loop`, which feeds both embedders (so every channel gets fresh
     # inputs on each pass) and gives the router its escalation level; the gate's retry re-enters there.
     p.connect("loop.query", "query_embedder.text")
