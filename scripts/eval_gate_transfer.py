@@ -42,7 +42,7 @@ from components.gating.calibration import auroc, calibration_path, predict, save
 from components.gating.signals import SIGNALS  # noqa: E402
 from pipelines.eval_data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
 from pipelines.eval_systems import AdaptiveSystem, eval_folder  # noqa: E402
-from pipelines.gate_calibration import calibrate_pipeline  # noqa: E402
+from pipelines.gate_calibration import collect_signals, fit_calibration  # noqa: E402
 
 
 def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -56,7 +56,9 @@ def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, floa
     }
 
 
-def evaluate_set(evalset: EvalSet, root: Path, pseudo: int, limit: int | None) -> dict[str, Any]:
+def evaluate_set(
+    evalset: EvalSet, root: Path, pseudo: int, limit: int | None, dump: Path | None = None
+) -> dict[str, Any]:
     system = AdaptiveSystem(eval_folder(root, evalset.name))
     stats = system.index(evalset)
     print(f"[{evalset.name}] index: {stats}", flush=True)
@@ -65,9 +67,10 @@ def evaluate_set(evalset: EvalSet, root: Path, pseudo: int, limit: int | None) -
     folder = gate.document_store.to_dict()["init_parameters"]["path"]
     calibration_path(folder).unlink(missing_ok=True)  # self-calibrate from scratch
 
-    fitted = calibrate_pipeline(pipeline, queries=pseudo)
+    samples = collect_signals(pipeline, queries=pseudo)
+    fitted = fit_calibration(samples, gate.prior)
     saved = save_calibration(calibration_path(folder), fitted)
-    print(f"[{evalset.name}] self-calibration ({fitted['report']['seconds']} s): {json.dumps(fitted['report'])}")
+    print(f"[{evalset.name}] self-calibration: {json.dumps(fitted['report'])}")
     print(f"[{evalset.name}] wrote {saved}", flush=True)
 
     questions = evalset.questions[:limit] if limit else evalset.questions
@@ -79,6 +82,8 @@ def evaluate_set(evalset: EvalSet, root: Path, pseudo: int, limit: int | None) -
     finally:
         gate.max_retries = retries
     x, y, _ = features(rows)
+    if dump:
+        np.savez(dump, pseudo_x=samples["x"], pseudo_y=samples["y"], pseudo_group=samples["group"], real_x=x, real_y=y)
     gate.warm_up()  # picks up the file just written
     assert gate.calibration == "index", "the gate did not pick up the self-calibration"
     result = {
@@ -108,6 +113,7 @@ def main() -> None:
     parser.add_argument("--pseudo", type=int, default=200, help="pseudo-queries of the self-calibration")
     parser.add_argument("--limit", type=int, default=None, help="first N real questions only")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--dump", default=None, help="folder for the raw signals (<set>.npz) of both kinds")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sets = []
@@ -119,7 +125,13 @@ def main() -> None:
         sets.append(load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).parent.name))
     if not sets:
         raise SystemExit("Give --hotpot and/or --corpus/--questions")
-    out = {s.name: evaluate_set(s, Path(args.root), args.pseudo, args.limit) for s in sets}
+    dump = Path(args.dump) if args.dump else None
+    if dump:
+        dump.mkdir(parents=True, exist_ok=True)
+    out = {
+        s.name: evaluate_set(s, Path(args.root), args.pseudo, args.limit, dump / f"{s.name}.npz" if dump else None)
+        for s in sets
+    }
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
         print(f"wrote {args.json}")
