@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         build_parser().error("--top-k must be at least 1")
-    if getattr(args, "queries", 1) < 2:
+    if getattr(args, "queries", 2) < 2:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")

@@ -42,7 +42,7 @@ from components.gating.calibration import auroc, calibration_path, predict, save
 from components.gating.signals import SIGNALS  # noqa: E402
 from pipelines.eval_data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
 from pipelines.eval_systems import AdaptiveSystem, eval_folder  # noqa: E402
-from pipelines.gate_calibration import collect_signals, fit_calibration  # noqa: E402
+from pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
 
 
 def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -57,7 +57,13 @@ def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, floa
 
 
 def evaluate_set(
-    evalset: EvalSet, root: Path, pseudo: int, limit: int | None, dump: Path | None = None
+    evalset: EvalSet,
+    root: Path,
+    pseudo: int,
+    limit: int | None,
+    dump: Path | None = None,
+    reuse: Path | None = None,
+    l2: float = DEFAULT_L2,
 ) -> dict[str, Any]:
     system = AdaptiveSystem(eval_folder(root, evalset.name))
     stats = system.index(evalset)
@@ -68,26 +74,32 @@ def evaluate_set(
     calibration_path(folder).unlink(missing_ok=True)  # self-calibrate from scratch
 
     samples = collect_signals(pipeline, queries=pseudo)
-    fitted = fit_calibration(samples, gate.prior)
+    fitted = fit_calibration(samples, gate.prior, l2)
     saved = save_calibration(calibration_path(folder), fitted)
     print(f"[{evalset.name}] self-calibration: {json.dumps(fitted['report'])}")
     print(f"[{evalset.name}] wrote {saved}", flush=True)
 
     questions = evalset.questions[:limit] if limit else evalset.questions
-    store, graph = stores_of(pipeline)
-    retries = gate.max_retries
-    gate.max_retries = 0
-    try:
-        rows = run_both(pipeline, store, graph, questions, evalset.name)
-    finally:
-        gate.max_retries = retries
-    x, y, _ = features(rows)
+    if reuse is not None:
+        # The real questions' signals do not depend on the calibration: reuse those of an earlier --dump.
+        saved = np.load(reuse)
+        x, y = saved["real_x"], saved["real_y"]
+        print(f"[{evalset.name}] real-question signals reused from {reuse}")
+    else:
+        store, graph = stores_of(pipeline)
+        retries = gate.max_retries
+        gate.max_retries = 0
+        try:
+            rows = run_both(pipeline, store, graph, questions, evalset.name)
+        finally:
+            gate.max_retries = retries
+        x, y, _ = features(rows)
     if dump:
         np.savez(dump, pseudo_x=samples["x"], pseudo_y=samples["y"], pseudo_group=samples["group"], real_x=x, real_y=y)
     gate.warm_up()  # picks up the file just written
     assert gate.calibration == "index", "the gate did not pick up the self-calibration"
     result = {
-        "questions": len(questions),
+        "questions": int(len(y) // 2),
         "signal_auroc": {s: round(auroc(x[:, j], y), 4) for j, s in enumerate(SIGNALS)},
         "prior": score(gate.prior, x, y),
         "self_calibrated": score(fitted, x, y),
@@ -114,6 +126,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N real questions only")
     parser.add_argument("--json", default=None)
     parser.add_argument("--dump", default=None, help="folder for the raw signals (<set>.npz) of both kinds")
+    parser.add_argument("--reuse", default=None, help="folder of an earlier --dump: reuse its real-question signals")
+    parser.add_argument("--l2", type=float, default=None, help="L2 pull towards the prior (default: the library's)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sets = []
@@ -129,7 +143,15 @@ def main() -> None:
     if dump:
         dump.mkdir(parents=True, exist_ok=True)
     out = {
-        s.name: evaluate_set(s, Path(args.root), args.pseudo, args.limit, dump / f"{s.name}.npz" if dump else None)
+        s.name: evaluate_set(
+            s,
+            Path(args.root),
+            args.pseudo,
+            args.limit,
+            dump / f"{s.name}.npz" if dump else None,
+            Path(args.reuse) / f"{s.name}.npz" if args.reuse else None,
+            **({"l2": args.l2} if args.l2 is not None else {}),
+        )
         for s in sets
     }
     if args.json:

@@ -344,7 +344,7 @@ def test_pseudo_queries_remember_their_sources() -> None:
     ]
     queries = pseudo_queries(chunks, 30, seed=1)
     assert len(queries) == 30 and queries == pseudo_queries(chunks, 30, seed=1)
-    assert {q.kind for q in queries} <= {"sentence", "title", "bridge"} and "title" in {q.kind for q in queries}
+    assert {q.kind for q in queries} == {"named", "bridge"}
     assert all(q.text.endswith("?") and set(q.sources) <= {"a", "b", "c"} for q in queries)
     bridges = [q for q in queries if q.kind == "bridge"]
     assert bridges and all(len(q.sources) == 2 for q in bridges)
