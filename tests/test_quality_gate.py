@@ -29,7 +29,7 @@ from components.routing.intent_router import IntentRouter
 from components.routing.profiles import escalate_strategy
 from components.stores.qdrant_store import SharedQdrantDocumentStore, release_all_clients
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
-from pipelines.gate_calibration import calibrate_pipeline, pseudo_queries
+from pipelines.gate_calibration import calibrate_pipeline, pass_threshold, pseudo_queries
 from pipelines.query_pipeline import build_query_pipeline, run_query
 from pipelines.store_config import make_store
 
@@ -310,6 +310,15 @@ def test_logistic_fit_separates_and_leans_on_its_prior() -> None:
     prior = np.asarray([0.0, 3.0, 0.0, 0.0, 0.0])
     _, pulled = fit_logistic(x, y, l2=1e6, prior=prior)  # a huge penalty: the prior is the answer
     assert pulled == pytest.approx(prior, abs=0.05)
+
+
+def test_pass_threshold_is_half_unless_present_queries_would_fail() -> None:
+    y = np.array([1] * 10 + [0] * 10)
+    clear = np.concatenate([np.linspace(0.8, 0.99, 10), np.linspace(0.01, 0.2, 10)])
+    assert pass_threshold(clear, y) == 0.5
+    weak = np.concatenate([np.linspace(0.2, 0.9, 10), np.linspace(0.01, 0.2, 10)])
+    cut = pass_threshold(weak, y)
+    assert cut < 0.5 and (weak[y == 1] >= cut).mean() >= 0.9
 
 
 def test_calibration_file_round_trip_and_errors(tmp_path: Path) -> None:
