@@ -9,6 +9,7 @@ Usage::
     adaptive-retrieval query "What does Section 3.2 say about termination?"
     adaptive-retrieval query --json "error E1045"    # the full response with diagnostics, as JSON
     adaptive-retrieval delete notes.md               # remove a source (chunks, summaries, graph, upload)
+    adaptive-retrieval calibrate --store .adaptive/qdrant   # fit the quality gate on this index (no labels)
     adaptive-retrieval serve --port 1416             # Hayhooks REST app, read-only (+ /mcp, /diagrams)
     adaptive-retrieval draw --out build/diagrams --format mmd svg png html
 """
@@ -220,6 +221,34 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    """Fit the quality gate on pseudo-queries drawn from this index (no labels) and save it with the index."""
+    from components.gating.calibration import save_calibration
+    from pipelines.gate_calibration import calibrate_pipeline
+    from pipelines.yaml_io import load_pipeline
+
+    pipeline = load_pipeline("query", **_store_overrides(args))
+    gate = pipeline.get_component("gate")
+    target = Path(args.out) if args.out else (gate.calibration_file() if gate is not None else None)
+    if target is None:
+        msg = "The index has no local folder to keep the calibration in (a server store): pass --out FILE"
+        raise CliError(msg)
+    if gate.document_store is not None and gate.document_store.count_documents() == 0:
+        msg = "The index is empty: index files first with `adaptive-retrieval index PATH`"
+        raise CliError(msg)
+    fitted = calibrate_pipeline(pipeline, queries=args.queries, seed=args.seed)
+    path = save_calibration(target, fitted)
+    r = fitted["report"]
+    print(
+        f"{r['pseudo_queries']} pseudo-queries in {r['seconds']} s: AUROC {r['auroc_in_sample']:.3f} "
+        f"({r['auroc_cross_validated']:.3f} cross-validated; the prior {r['prior_auroc']:.3f}); pass "
+        f"{r['pass_present']:.0%} with the source present, {r['pass_excluded']:.0%} with it excluded "
+        f"(the prior {r['prior_pass_present']:.0%} / {r['prior_pass_excluded']:.0%})\nwrote {path}",
+        file=out,
+    )
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Serve the wrappers under ``pipelines/`` read-only with Hayhooks, plus MCP at ``/mcp`` and ``/diagrams``
     (see README "Serving securely" for the token, CORS and Host settings)."""
@@ -264,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,delete,serve,draw}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,delete,calibrate,serve,draw}")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
     store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
@@ -281,6 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the full response as JSON")
     p.add_argument("--full", action="store_true", help="print whole passages instead of a preview")
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser(
+        "calibrate", parents=[store], help="fit the quality gate on this index", description=cmd_calibrate.__doc__
+    )
+    p.add_argument("--queries", type=int, default=200, help="pseudo-queries to draw (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--out", default=None, help="calibration file (default: gate_calibration.json in the store)")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("serve", parents=[store], help="serve the REST API (Hayhooks)", description=cmd_serve.__doc__)
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1, loopback only)")
@@ -307,6 +344,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         build_parser().error("--top-k must be at least 1")
+    if getattr(args, "queries", 2) < 2:
+        build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")
     from pipelines.drawing import RendererNotInstalledError

@@ -32,6 +32,10 @@ CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global"]
 FUSION_K = 10
 #: The dense and sparse channels search chunks only: the section tree's summary nodes share the collection.
 CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
+#: The late-interaction ranker (when a profile turns it on) reorders the first 10 documents only: its cost stays
+#: bounded and the set of the first 10 never changes (scripts/eval_rerank.py: reranking all 15 of a profile's
+#: top_k lost full@10 on hotpotqa100 and musique_dev100; the first 10 kept it).
+RERANK_TOP = 10
 
 
 def build_query_pipeline(
@@ -57,8 +61,9 @@ def build_query_pipeline(
     p.add_component("graph_global", GraphGlobalRetriever(graph_store=graph_store, document_store=store))
     p.add_component("joiner", WeightedRRFJoiner(channels=CHANNELS, k=FUSION_K))
     p.add_component("mmr", MMRSelector())
-    p.add_component("ranker", LateInteractionRanker(model=model, precision=precision))
-    p.add_component("gate", QualityGate())
+    p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
+    # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
+    p.add_component("gate", QualityGate(document_store=store))
     p.add_component("loop", RetryLoop())
 
     p.connect("query_embedder.embedding", "router.query_embedding")
@@ -85,6 +90,8 @@ def build_query_pipeline(
     p.connect("ranker.documents", "gate.documents")
     p.connect("query_embedder.embedding", "gate.query_embedding")
     p.connect("joiner.fusion", "gate.fusion")
+    p.connect("router.strategy", "gate.strategy")
+    p.connect("router.next_strategy", "gate.next_strategy")
     # The corrective loop: the query enters at `loop`, which feeds both embedders (so every channel gets fresh
     # inputs on each pass) and gives the router its escalation level; the gate's retry re-enters there.
     p.connect("loop.query", "query_embedder.text")

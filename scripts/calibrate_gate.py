@@ -45,56 +45,14 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack.document_stores.types import DuplicatePolicy  # noqa: E402
 
+from components.gating.calibration import auroc, fit_logistic, predict, youden_threshold  # noqa: E402
 from components.gating.signals import SIGNALS  # noqa: E402
 from pipelines.eval_data import load_hotpot  # noqa: E402
 from pipelines.eval_metrics import percentiles, recall_at_k  # noqa: E402
 from pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402
 from pipelines.query_pipeline import run_query  # noqa: E402
 
-# -- statistics ---------------------------------------------------------------------------------------------
-
-
-def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Probability that a random positive scores above a random negative (ties count half)."""
-    pos, neg = scores[labels == 1], scores[labels == 0]
-    diff = pos[:, None] - neg[None, :]
-    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[float, np.ndarray]:
-    """L2-regularised logistic regression by Newton's method on standardised signals (intercept not
-    penalised), returned as bias and weights on the raw signals, which is what the gate computes."""
-    mean, std = x.mean(axis=0), np.clip(x.std(axis=0), 1e-9, None)
-    a = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
-    w = np.zeros(a.shape[1])
-    penalty = l2 * np.eye(a.shape[1])
-    penalty[0, 0] = 0.0
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(a @ w)))
-        grad = a.T @ (p - y) + penalty @ w
-        hess = a.T @ (a * (p * (1 - p))[:, None]) + penalty + 1e-9 * np.eye(a.shape[1])
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-9:
-            break
-    weights = w[1:] / std
-    return float(w[0] - weights @ mean), weights
-
-
-def predict(bias: float, weights: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-(bias + x @ weights)))
-
-
-def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """The cut (a midpoint between observed scores) that maximises TPR − FPR."""
-    values = np.unique(scores)
-    cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2, [values[-1] + 1e-6]])
-    best, best_j = 0.5, -1.0
-    for cut in cuts:
-        j = (scores[labels == 1] >= cut).mean() - (scores[labels == 0] >= cut).mean()
-        if j > best_j:
-            best, best_j = float(cut), j
-    return best
+# -- statistics: components/gating/calibration.py (shared with the self-calibration) ------------------------
 
 
 # -- removal ------------------------------------------------------------------------------------------------

@@ -51,6 +51,16 @@ def test_index_then_query_with_diagnostics(
     assert result["intent"] in INTENTS and result["documents"]
     assert Path(result["documents"][0]["source"]).name == "lambda.txt"
     assert result["documents"][0]["provenance"] and result["timings_ms"]["total"] > 0
+    assert result["gate"]["calibration"] == "prior"
+
+    # Self-calibration: pseudo-queries of this index, saved in the store folder, used by the next query.
+    assert main(["calibrate", "--store", store_path, "--queries", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "6 pseudo-queries" in out and "AUROC" in out and "gate_calibration.json" in out
+    saved = json.loads((Path(store_path) / "gate_calibration.json").read_text())
+    assert set(saved["weights"]) <= {"top_score", "margin", "coverage", "agreement", "redundancy"}
+    assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
+    assert json.loads(capsys.readouterr().out)["gate"]["calibration"] == "index"
 
 
 def test_errors_are_clear_and_without_traceback(
@@ -68,7 +78,16 @@ def test_errors_are_clear_and_without_traceback(
     assert main(["query", "--store", store_path, "   "]) == 1
     assert "query is empty" in capsys.readouterr().err
 
-    for argv in (["query", "--top-k", "0", "x"], ["draw", "--format", "gif"], ["index"], ["frobnicate"]):
+    assert main(["calibrate", "--store", store_path]) == 1
+    assert "index is empty" in capsys.readouterr().err
+
+    for argv in (
+        ["query", "--top-k", "0", "x"],
+        ["draw", "--format", "gif"],
+        ["index"],
+        ["frobnicate"],
+        ["calibrate", "--queries", "1"],
+    ):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2, argv

@@ -11,7 +11,15 @@ import pytest
 from haystack import Document
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
-from components.gating.quality_gate import QualityGate
+from components.gating.calibration import (
+    auroc,
+    calibration_path,
+    fit_logistic,
+    load_calibration,
+    predict,
+    save_calibration,
+)
+from components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
 from components.gating.retry_loop import RetryLoop
 from components.gating.signals import content_terms, gate_signals
 from components.models.document_embedder import OnnxDocumentEmbedder
@@ -22,6 +30,7 @@ from components.routing.intent_router import IntentRouter
 from components.routing.profiles import escalate_strategy
 from components.stores.edge_document_store import release_all_clients
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from pipelines.gate_calibration import calibrate_pipeline, pass_threshold, pseudo_queries
 from pipelines.query_pipeline import build_query_pipeline, run_query
 from pipelines.store_config import make_store
 
@@ -138,7 +147,10 @@ def indexed(model_dir: Path, reference_corpus: Path, tmp_path_factory: pytest.Te
     for path in sorted(reference_corpus.glob("*.txt")):
         paragraphs = [p.strip() for p in path.read_text(encoding="utf-8").split("\n\n") if len(p.strip()) > 60]
         docs += [
-            Document(content=p, meta={"title": path.stem, "source": path.name, "position": i, "level": 0})
+            Document(
+                content=p,
+                meta={"title": path.stem, "source": path.name, "doc_id": path.stem, "position": i, "level": 0},
+            )
             for i, p in enumerate(paragraphs[:6])
         ]
     docs = OnnxDocumentEmbedder(model=str(model_dir), meta_fields_to_embed=["title"], progress_bar=False).run(docs)
@@ -185,7 +197,9 @@ def test_weak_query_retries_wider_then_reports_insufficient(indexed: dict) -> No
 
 
 def test_loop_terminates_at_the_bound(indexed: dict) -> None:
-    result = run_query(pipeline_for(indexed, max_retries=3), WEAK)
+    pipeline = pipeline_for(indexed, max_retries=3)
+    pipeline.get_component("gate").skip_same_retries = False  # the small index runs out of new candidates
+    result = run_query(pipeline, WEAK)
     attempts = result["gate"]["attempts"]
     assert [a["attempt"] for a in attempts] == [0, 1, 2, 3]
     assert [a["decision"] for a in attempts] == ["retry", "retry", "retry", "insufficient"]
@@ -215,3 +229,155 @@ def test_failing_channel_does_not_fail_the_query(indexed: dict) -> None:
     assert result["documents"] and result["documents"][0].meta["title"] == "while"
     assert "dense" in result["documents"][0].meta["channels"]
     assert all("sparse" not in d.meta["channels"] for d in result["documents"])
+
+
+# -- retries that change something --------------------------------------------------------------------------
+
+
+def test_same_candidates_compares_what_a_retry_would_fetch() -> None:
+    now = {"weights": {"dense": 0.5, "sparse": 0.5}, "top_k": 10, "fetch_k": 30, "mmr_lambda": 0.8, "rerank": False}
+    deeper = {**now, "top_k": 20, "fetch_k": 60}
+    assert same_candidates(now, {**now, "top_k": 20}, {})  # a longer cut of the same list is no new evidence
+    assert not same_candidates(now, deeper, {"dense": 30, "sparse": 30})  # both channels had more to give
+    assert not same_candidates(now, deeper, {"dense": 12, "sparse": 30})
+    assert same_candidates(now, deeper, {"dense": 12, "sparse": 7})  # both exhausted: deeper finds nothing new
+    assert not same_candidates(now, deeper, {"dense": 12})  # sparse did not deliver: unknown, so retry
+    assert not same_candidates(now, {**now, "weights": {"dense": 0.45, "sparse": 0.45, "graph_local": 0.1}}, {})
+    assert not same_candidates(now, {**now, "weights": {"dense": 0.6, "sparse": 0.4}}, {})
+    assert same_candidates(now, {**now, "weights": {"dense": 0.5002, "sparse": 0.4998}}, {})  # rounding
+    assert not same_candidates(now, {**now, "mmr_lambda": 0.5}, {})
+    assert not same_candidates(now, {**now, "rerank": True}, {})
+    assert not same_candidates(None, now, {}) and not same_candidates(now, None, {})
+
+
+def test_gate_skips_a_retry_that_would_change_nothing() -> None:
+    e = np.eye(4, dtype=np.float32)
+    weak = [doc("z", "Gardening with tomatoes.", {"dense": 1}, e[3].tolist())]
+    query, vector = "When was the Eiffel Tower built?", e[0].tolist()
+    now = {"weights": {"dense": 1.0}, "top_k": 10, "fetch_k": 30, "mmr_lambda": 0.8, "rerank": False}
+    fusion = {"weights": {"dense": 1.0}, "sizes": {"dense": 1}}  # the channel returned all it had
+    gate = QualityGate(max_retries=1)
+    out = gate.run(
+        documents=weak,
+        query=query,
+        query_embedding=vector,
+        fusion=fusion,
+        strategy=now,
+        next_strategy={**now, "top_k": 20, "fetch_k": 60},
+    )
+    assert out["decision"] == "insufficient" and out["retry_skipped"] == "same strategy"
+    assert out["attempts"][0]["retry_skipped"] == "same strategy" and out["documents"][0].id == "z"
+    # The channel could have returned more: the retry runs.
+    full = {"weights": {"dense": 1.0}, "sizes": {"dense": 30}}
+    again = gate.run(
+        documents=weak,
+        query=query,
+        query_embedding=vector,
+        fusion=full,
+        strategy=now,
+        next_strategy={**now, "fetch_k": 60},
+    )
+    assert set(again) == {"retry"}
+
+
+def test_pipeline_reports_a_skipped_retry(indexed: dict) -> None:
+    # Every channel is weighted already and the index is smaller than the escalated depth: a second retry would
+    # ask the same channels with the same weights for more than they hold.
+    pipeline = pipeline_for(indexed, max_retries=3)
+    result = run_query(pipeline, WEAK)
+    gate = result["gate"]
+    assert gate["decision"] == "insufficient" and gate["retry_skipped"] == "same strategy"
+    assert len(gate["attempts"]) < 4 and gate["attempts"][-1]["retry_skipped"] == "same strategy"
+    assert all("retry_skipped" not in a for a in gate["attempts"][:-1])
+    last = pipeline.get_component("router").run(
+        query=WEAK,
+        query_embedding=OnnxEncoder.get(indexed["model"], "int8").encode([WEAK])[0].tolist(),
+        escalation=len(gate["attempts"]) - 1,
+    )
+    assert same_candidates(last["strategy"], last["next_strategy"], result["fusion"]["sizes"])
+
+
+# -- self-calibration ---------------------------------------------------------------------------------------
+
+
+def test_logistic_fit_separates_and_leans_on_its_prior() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 5))
+    y = (x[:, 0] + 0.5 * x[:, 2] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    bias, w = fit_logistic(x, y, l2=1.0)
+    assert auroc(predict(bias, w, x), y) > 0.95 and w[0] > w[1]
+    prior = np.asarray([0.0, 3.0, 0.0, 0.0, 0.0])
+    _, pulled = fit_logistic(x, y, l2=1e6, prior=prior)  # a huge penalty: the prior is the answer
+    assert pulled == pytest.approx(prior, abs=0.05)
+
+
+def test_pass_threshold_is_half_unless_present_queries_would_fail() -> None:
+    y = np.array([1] * 10 + [0] * 10)
+    clear = np.concatenate([np.linspace(0.8, 0.99, 10), np.linspace(0.01, 0.2, 10)])
+    assert pass_threshold(clear, y) == 0.5
+    weak = np.concatenate([np.linspace(0.2, 0.9, 10), np.linspace(0.01, 0.2, 10)])
+    cut = pass_threshold(weak, y)
+    assert cut < 0.5 and (weak[y == 1] >= cut).mean() >= 0.9
+
+
+def test_calibration_file_round_trip_and_errors(tmp_path: Path) -> None:
+    model = {"weights": {"top_score": 2.0, "coverage": 3.0}, "bias": -3.0, "pass_threshold": 0.6, "report": {"n": 1}}
+    path = save_calibration(calibration_path(tmp_path), model)
+    loaded = load_calibration(path)
+    assert loaded["weights"] == model["weights"] and loaded["report"] == {"n": 1} and loaded["version"] == 1
+    with pytest.raises(ValueError, match="Unknown signal"):
+        save_calibration(tmp_path / "x.json", {**model, "weights": {"vibes": 1.0}})
+    with pytest.raises(ValueError, match="pass_threshold"):
+        save_calibration(tmp_path / "x.json", {**model, "pass_threshold": 1.5})
+    path.write_text("{not json")
+    gate = QualityGate(calibration_path=str(path))
+    with pytest.raises(ValueError, match="not valid JSON"):
+        gate.warm_up()  # a corrupt calibration is an error, not a silent fall-back
+
+
+def test_pseudo_queries_remember_their_sources() -> None:
+    chunks = [
+        Document(
+            content="Alpha Centauri is the closest star system to the Sun at four light years.",
+            meta={"doc_id": "a", "title": "Alpha Centauri"},
+        ),
+        Document(
+            content="The Sun is a star. Alpha Centauri appears in the southern sky near the Southern Cross.",
+            meta={"doc_id": "b", "title": "Sun"},
+        ),
+        Document(
+            content="Tomatoes grow best in warm sunny gardens with regular watering and rich soil.",
+            meta={"doc_id": "c", "title": "Tomato"},
+        ),
+    ]
+    queries = pseudo_queries(chunks, 30, seed=1)
+    assert len(queries) == 30 and queries == pseudo_queries(chunks, 30, seed=1)
+    assert {q.kind for q in queries} == {"named", "bridge"}
+    assert all(q.text.endswith("?") and set(q.sources) <= {"a", "b", "c"} for q in queries)
+    bridges = [q for q in queries if q.kind == "bridge"]
+    assert bridges and all(len(q.sources) == 2 for q in bridges)
+    with pytest.raises(ValueError, match="at least 2"):
+        pseudo_queries(chunks[:1], 5)
+
+
+def test_self_calibration_is_saved_with_the_index_and_used_by_the_gate(indexed: dict) -> None:
+    pipeline = pipeline_for(indexed)
+    gate = pipeline.get_component("gate")
+    target = gate.calibration_file()
+    assert target == calibration_path(indexed["store"].to_dict()["init_parameters"]["path"])
+    assert gate.calibration == "prior" and gate.weights == DEFAULT_WEIGHTS
+    fitted = calibrate_pipeline(pipeline, queries=16)
+    report = fitted["report"]
+    assert report["pseudo_queries"] == 16 and 0.0 <= report["auroc_in_sample"] <= 1.0
+    assert gate.max_retries == 1  # restored after the loop-free calibration runs
+    try:
+        save_calibration(target, fitted)
+        result = run_query(pipeline, STRONG)  # the gate notices the new file at run time
+        assert result["gate"]["calibration"] == "index"
+        assert gate.weights == fitted["weights"] and gate.pass_threshold == fitted["pass_threshold"]
+        # A fresh pipeline from YAML-equivalent parameters picks it up at warm_up.
+        fresh = pipeline_for(indexed).get_component("gate")
+        assert fresh.calibration == "index" and fresh.to_dict()["init_parameters"]["weights"] == DEFAULT_WEIGHTS
+    finally:
+        target.unlink()
+    assert run_query(pipeline, STRONG)["gate"]["calibration"] == "prior" and gate.weights == DEFAULT_WEIGHTS

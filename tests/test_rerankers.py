@@ -95,6 +95,40 @@ def test_router_switches_reranking_off(model_dir: Path, documents: list[Document
     assert ranker.run(documents=[], query="x")["documents"] == []
 
 
+def test_late_interaction_reranks_the_head_only_and_caches_the_query(
+    model_dir: Path, documents: list[Document], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ranker = LateInteractionRanker(model=str(model_dir), precision="int8", rerank_top=3, query_cache_size=2)
+    ranker.warm_up()
+    encoder = get_encoder(str(model_dir), "int8", "cpu")
+    encoded: list[int] = []
+    real = encoder.token_embeddings
+
+    def counting(texts):  # the real encoder, counted
+        encoded.append(len(texts))
+        return real(texts)
+
+    monkeypatch.setattr(encoder, "token_embeddings", counting)
+    query = "Which river flows into the Mediterranean?"  # the Nile is 5th upstream: outside the head
+    out = ranker.run(documents=documents, query=query)["documents"]
+    assert sum(encoded) == 1 + 3  # the query, then the head's 3 documents only
+    assert [d.id for d in out[3:]] == ["Mount Everest", "Nile"]  # the tail keeps its upstream order, unscored
+    assert all(d.meta.get("reranker") == "late_interaction" for d in out[:3]) and "reranker" not in out[3].meta
+    assert out[3].score == documents[3].score
+    encoded.clear()
+    ranker.run(documents=documents, query=query)  # a retry of the same question: the query is not encoded again
+    assert sum(encoded) == 3
+    ranker.run(documents=documents, query="a")
+    ranker.run(documents=documents, query="b")  # the cache holds 2 queries: the first is evicted
+    encoded.clear()
+    ranker.run(documents=documents, query=query)
+    assert sum(encoded) == 4
+    ranker.clear_query_cache()
+    assert ranker.run(documents=documents, query=query, top_k=2)["documents"][:2] == out[:2]
+    with pytest.raises(ValueError, match="rerank_top"):
+        LateInteractionRanker(model=str(model_dir), rerank_top=0)
+
+
 # -- cross-encoder ------------------------------------------------------------------------------------------
 
 

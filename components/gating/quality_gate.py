@@ -12,7 +12,14 @@ removed from the index). Then:
 
 Each attempt's documents, quality and signals travel with the retry, so the final output carries the decision,
 the signals, the attempt that produced the documents and the history of every attempt. The loop is bounded by
-``max_retries``.
+``max_retries``. A retry whose escalated strategy (from the router's ``next_strategy``) would fetch the same
+candidates as this attempt is skipped: the decision is **insufficient** with ``retry_skipped: "same strategy"``.
+
+**Self-calibration.** The weights below are a prior fitted on hotpotqa100. ``adaptive-retrieval calibrate`` fits
+the same model on pseudo-queries drawn from the user's own index (no labels needed, see
+:mod:`pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder; given the
+``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again whenever it
+changes, and reports which model decided (``calibration``: ``index`` or ``prior``).
 
 Usage::
 
@@ -25,10 +32,13 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.serialization import import_class_by_name
 
+from components.gating.calibration import calibration_path, load_calibration
 from components.gating.signals import SIGNALS, gate_signals
 
 logger = logging.getLogger(__name__)
@@ -46,6 +56,36 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 DEFAULT_BIAS = -8.359
 DEFAULT_PASS_THRESHOLD = 0.499
+#: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
+_WEIGHT_TOLERANCE = 1e-3
+
+
+def same_candidates(
+    current: dict[str, Any] | None, following: dict[str, Any] | None, sizes: dict[str, int] | None
+) -> bool:
+    """Whether a retry with strategy ``following`` would fetch the same candidates as ``current`` did.
+
+    Same when the same channels run with the same weights, MMR λ and rerank flag, and every running channel either
+    asks for the same depth (``fetch_k``) or already returned fewer documents than it was asked for (it had no
+    more to give: a deeper search finds nothing new). ``top_k`` is left out: a longer cut of the same fused list
+    is no new evidence. Without both strategies nothing is known, so the answer is ``False`` (retry).
+    """
+    if not current or not following:
+        return False
+    for key in ("mmr_lambda", "rerank"):
+        if current.get(key) != following.get(key):
+            return False
+    now, then = current.get("weights") or {}, following.get("weights") or {}
+    for channel in set(now) | set(then):
+        a, b = float(now.get(channel, 0.0)), float(then.get(channel, 0.0))
+        if (a > 0) != (b > 0) or abs(a - b) > _WEIGHT_TOLERANCE:
+            return False
+    if current.get("fetch_k") == following.get("fetch_k"):
+        return True
+    sizes = sizes or {}
+    running = [c for c, w in now.items() if float(w) > 0]
+    # A channel absent from sizes did not deliver (failed or not run): nothing says it is exhausted.
+    return all(c in sizes and sizes[c] < int(current.get("fetch_k") or 0) for c in running)
 
 
 @component
@@ -58,6 +98,14 @@ class QualityGate:
         ``redundancy``); signals left out weigh 0.
     :param bias: logistic intercept.
     :param pass_threshold: quality in (0, 1) at or above which the documents pass.
+    :param document_store: the index's store; its folder (``path`` init parameter) holds the self-calibration
+        ``gate_calibration.json`` (never opened otherwise).
+    :param calibration_path: an explicit calibration file (overrides the store's folder).
+    :param use_calibration: ``False`` keeps the init weights even when a calibration file exists.
+    :param skip_same_retries: skip a retry whose strategy would fetch the same candidates (``False``: always
+        retry up to ``max_retries``).
+
+    weights/bias/pass_threshold are the prior: they decide until the index has a calibration file.
     """
 
     def __init__(
@@ -67,6 +115,10 @@ class QualityGate:
         weights: dict[str, float] | None = None,
         bias: float = DEFAULT_BIAS,
         pass_threshold: float = DEFAULT_PASS_THRESHOLD,
+        document_store: Any | None = None,
+        calibration_path: str | None = None,
+        use_calibration: bool = True,
+        skip_same_retries: bool = True,
     ) -> None:
         if max_retries < 0:
             msg = f"max_retries must be >= 0, got {max_retries}"
@@ -87,6 +139,90 @@ class QualityGate:
         self.weights = weights
         self.bias = bias
         self.pass_threshold = pass_threshold
+        self.document_store = document_store
+        self.calibration_path = calibration_path
+        self.use_calibration = use_calibration
+        self.skip_same_retries = skip_same_retries
+        self.prior = {"weights": dict(weights), "bias": bias, "pass_threshold": pass_threshold}
+        self.calibration: str = "prior"
+        self._calibration_stamp: tuple[float, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the prior's weights and the store's own dictionary."""
+        return default_to_dict(
+            self,
+            max_retries=self.max_retries,
+            signal_k=self.signal_k,
+            weights=self.prior["weights"],
+            bias=self.prior["bias"],
+            pass_threshold=self.prior["pass_threshold"],
+            document_store=self.document_store.to_dict() if self.document_store is not None else None,
+            calibration_path=self.calibration_path,
+            use_calibration=self.use_calibration,
+            skip_same_retries=self.skip_same_retries,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QualityGate:
+        """Deserialise, rebuilding the document store with the class its ``type`` names."""
+        params = data.get("init_parameters", {})
+        store = params.get("document_store")
+        if isinstance(store, dict):
+            params["document_store"] = import_class_by_name(store["type"]).from_dict(store)  # type: ignore[attr-defined]
+        return default_from_dict(cls, data)
+
+    def calibration_file(self) -> Path | None:
+        """The calibration file this gate reads: ``calibration_path``, else the store folder's, else none."""
+        if self.calibration_path:
+            return Path(self.calibration_path)
+        if self.document_store is None:
+            return None
+        # An embedded store names its folder (a server has none: pass calibration_path).
+        folder = getattr(self.document_store, "folder", None)
+        return calibration_path(folder) if folder else None
+
+    def warm_up(self) -> None:
+        """Pick up the index's self-calibration, if there is one."""
+        self._refresh_calibration()
+
+    def _refresh_calibration(self) -> None:
+        """Load the calibration file when it appeared or changed since the last look (one ``stat`` per query);
+        fall back to the prior when it disappeared."""
+        path = self.calibration_file() if self.use_calibration else None
+        try:
+            stat = path.stat() if path is not None else None
+        except FileNotFoundError:
+            stat = None
+        stamp = (stat.st_mtime, stat.st_size) if stat is not None else None
+        if stamp == self._calibration_stamp:
+            return
+        self._calibration_stamp = stamp
+        if stamp is None:
+            if self.calibration != "prior":
+                logger.info("Quality gate: no calibration file any more; using the prior")
+            model, self.calibration = self.prior, "prior"
+        else:
+            assert path is not None
+            model, self.calibration = load_calibration(path), "index"
+            logger.info("Quality gate: using the index's self-calibration %s", path)
+        self.weights = dict(model["weights"])
+        self.bias = float(model["bias"])
+        self.pass_threshold = float(model["pass_threshold"])
+
+    def signals(
+        self,
+        documents: list[Document],
+        query: str,
+        query_embedding: list[float] | None = None,
+        fusion: dict[str, Any] | None = None,
+    ) -> dict[str, float]:
+        """The gate's signals for a list, with agreement counted over the channels that delivered."""
+        channels = None
+        if fusion and fusion.get("weights"):
+            # A channel that found nothing (e.g. an empty graph) can neither agree nor disagree.
+            sizes = fusion.get("sizes", {})
+            channels = [c for c in fusion["weights"] if sizes.get(c, 1) > 0]
+        return gate_signals(documents, query, query_embedding, channels, self.signal_k)
 
     def quality(self, signals: dict[str, float]) -> float:
         """The logistic quality score in (0, 1) of a set of signals."""
@@ -101,6 +237,8 @@ class QualityGate:
         attempt=int,
         attempts=list[dict[str, Any]],
         retry=dict[str, Any],
+        retry_skipped=str,
+        calibration=str,
     )
     def run(
         self,
@@ -110,6 +248,8 @@ class QualityGate:
         fusion: dict[str, Any] | None = None,
         attempt: int | None = None,
         previous: dict[str, Any] | None = None,
+        strategy: dict[str, Any] | None = None,
+        next_strategy: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Judge one attempt.
 
@@ -120,26 +260,30 @@ class QualityGate:
             (``sizes``) are the ones agreement counts.
         :param attempt: 0 for the first attempt, n for the n-th retry (from ``RetryLoop``).
         :param previous: the best earlier attempt, carried around the loop by ``RetryLoop``.
+        :param strategy: this attempt's strategy (the router's ``strategy``).
+        :param next_strategy: the strategy a retry would use (the router's ``next_strategy``); a retry that
+            would fetch the same candidates (:func:`same_candidates`) is skipped.
         :returns: on a retry only ``retry`` (``{"attempt": n + 1, "previous": best so far}``); otherwise
             ``documents``, ``decision`` (``pass`` or ``insufficient``), ``quality``, ``signals`` and ``attempt``
-            of the attempt whose documents are returned, and ``attempts`` (every attempt's decision, quality
-            and signals).
+            of the attempt whose documents are returned, ``attempts`` (every attempt's decision, quality
+            and signals), ``calibration`` (``index`` or ``prior``) and, when a retry was skipped,
+            ``retry_skipped`` (why).
         """
+        self._refresh_calibration()
         attempt = attempt or 0
         if attempt < 0:
             msg = f"attempt must be >= 0, got {attempt}"
             raise ValueError(msg)
-        channels = None
-        if fusion and fusion.get("weights"):
-            # A channel that found nothing (e.g. an empty graph) can neither agree nor disagree.
-            sizes = fusion.get("sizes", {})
-            channels = [c for c in fusion["weights"] if sizes.get(c, 1) > 0]
-        signals = gate_signals(documents, query, query_embedding, channels, self.signal_k)
+        signals = self.signals(documents, query, query_embedding, fusion)
         quality = self.quality(signals)
+        skipped = None
         if quality >= self.pass_threshold:
             decision = "pass"
         elif attempt < self.max_retries:
             decision = "retry"
+            if self.skip_same_retries and same_candidates(strategy, next_strategy, (fusion or {}).get("sizes")):
+                decision, skipped = "insufficient", "same strategy"
+                logger.info("Quality gate: retry skipped, the escalated strategy would fetch the same candidates")
         else:
             decision = "insufficient"
         record = {
@@ -149,6 +293,8 @@ class QualityGate:
             "signals": {k: round(v, 4) for k, v in signals.items()},
             "documents": len(documents),
         }
+        if skipped:
+            record["retry_skipped"] = skipped
         history = [*(previous or {}).get("attempts", []), record]
         current = {"documents": documents, "quality": quality, "signals": signals, "attempt": attempt}
         # Ties go to the later attempt: it searched more widely.
@@ -160,11 +306,15 @@ class QualityGate:
             logger.info(
                 "No attempt passed; returning attempt %d, the best (quality %.3f)", best["attempt"], best["quality"]
             )
-        return {
+        out = {
             "documents": best["documents"],
             "decision": decision,
             "quality": round(best["quality"], 4),
             "signals": {k: round(v, 4) for k, v in best["signals"].items()},
             "attempt": best["attempt"],
             "attempts": history,
+            "calibration": self.calibration,
         }
+        if skipped:
+            out["retry_skipped"] = skipped
+        return out

@@ -56,11 +56,18 @@ class RerankerBase:
         raise NotImplementedError
 
     def rerank(
-        self, documents: list[Document], query: str, top_k: int | None, rerank: bool | None
+        self,
+        documents: list[Document],
+        query: str,
+        top_k: int | None,
+        rerank: bool | None,
+        head: int | None = None,
     ) -> dict[str, list[Document]]:
         """Sort ``documents`` by :meth:`score`; return them unchanged (capped at ``top_k``) when ``rerank`` is False.
 
         Reranked documents get the new ``score``; the upstream one is kept in ``meta["upstream_score"]``.
+        With ``head``, only the first ``head`` documents are scored and sorted; the rest follow in their upstream
+        order, unscored (the cost is bounded by ``head``, whatever the list's length).
 
         :raises ValueError: for an empty query or a ``top_k`` below 1.
         """
@@ -74,10 +81,10 @@ class RerankerBase:
             msg = "The query is empty: the reranker needs the question to score documents against."
             raise ValueError(msg)
         start = time.perf_counter()
+        tail = list(documents[head:]) if head is not None else []
+        documents = list(documents[:head]) if head is not None else documents
         scores = self.score(query, [self.document_text(d) for d in documents])
         order = sorted(range(len(documents)), key=lambda i: (-float(scores[i]), i))
-        if k is not None:
-            order = order[:k]
         out = [
             replace(
                 documents[i],
@@ -86,6 +93,9 @@ class RerankerBase:
             )
             for i in order
         ]
+        out += tail
+        if k is not None:
+            out = out[:k]
         logger.debug(
             "%s reranked %d documents in %.1f ms", self.kind, len(documents), 1000 * (time.perf_counter() - start)
         )

@@ -6,6 +6,10 @@ single strongly matching phrase counts even when the rest of a passage is about 
 pooled vector blurs. The query's token embeddings are computed once per query; documents are encoded in
 length-sorted batches with the same ONNX session the embedders use (fp32 or INT8).
 
+The cost is bounded: ``rerank_top`` documents at most are encoded per query (the head of the incoming list,
+e.g. the MMR selection; the rest follow in their upstream order), and the query's token embeddings are kept in a
+small LRU cache, so a quality-gate retry of the same question does not encode it again.
+
 Usage::
 
     ranker = LateInteractionRanker(precision="int8")
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import string
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -46,6 +51,8 @@ class LateInteractionRanker(RerankerBase):
     :param top_k: documents returned (the router's ``top_k`` overrides it per query; ``None`` keeps all).
     :param batch_size: documents encoded per model call.
     :param meta_fields_to_embed: meta fields prepended to the content before encoding (e.g. ``title``).
+    :param rerank_top: rerank only the first N incoming documents (``None``: all of them).
+    :param query_cache_size: queries whose token embeddings are kept (0 disables the cache).
     """
 
     kind = "late_interaction"
@@ -58,7 +65,15 @@ class LateInteractionRanker(RerankerBase):
         top_k: int | None = None,
         batch_size: int = 16,
         meta_fields_to_embed: list[str] | None = None,
+        rerank_top: int | None = None,
+        query_cache_size: int = 64,
     ) -> None:
+        if rerank_top is not None and rerank_top < 1:
+            msg = f"rerank_top must be >= 1 or None, got {rerank_top}"
+            raise ValueError(msg)
+        if query_cache_size < 0:
+            msg = f"query_cache_size must be >= 0, got {query_cache_size}"
+            raise ValueError(msg)
         RerankerBase.__init__(
             self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
         )
@@ -67,6 +82,9 @@ class LateInteractionRanker(RerankerBase):
         self.device = device
         self._encoder: TokenEncoder | None = None
         self._skip_ids: set[int] = set()
+        self.rerank_top = rerank_top
+        self.query_cache_size = query_cache_size
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def warm_up(self) -> None:
         """Load (or reuse) the shared encoder and list the token ids a query match ignores."""
@@ -80,7 +98,23 @@ class LateInteractionRanker(RerankerBase):
         self._encoder = encoder
 
     def query_tokens(self, query: str) -> np.ndarray:
-        """L2-normalised token embeddings ``[tokens, dim]`` of the query's matchable tokens."""
+        """L2-normalised token embeddings ``[tokens, dim]`` of the query's matchable tokens (cached per query)."""
+        cached = self._query_cache.get(query)
+        if cached is not None:
+            self._query_cache.move_to_end(query)
+            return cached
+        tokens = self._encode_query(query)
+        if self.query_cache_size:
+            self._query_cache[query] = tokens
+            while len(self._query_cache) > self.query_cache_size:
+                self._query_cache.popitem(last=False)
+        return tokens
+
+    def clear_query_cache(self) -> None:
+        """Forget the cached query token embeddings (e.g. to time a cold query)."""
+        self._query_cache.clear()
+
+    def _encode_query(self, query: str) -> np.ndarray:
         self.warm_up()
         assert self._encoder is not None
         ids, _ = self._encoder.batch_ids([query])
@@ -116,6 +150,6 @@ class LateInteractionRanker(RerankerBase):
         :param query: the question.
         :param top_k: documents to return (default: the init ``top_k``).
         :param rerank: the router's per-intent decision; ``None`` (not connected) reranks.
-        :returns: ``documents`` sorted by MaxSim score.
+        :returns: ``documents`` sorted by MaxSim score (the first ``rerank_top`` of them, the rest after).
         """
-        return self.rerank(documents, query, top_k, rerank)
+        return self.rerank(documents, query, top_k, rerank, head=self.rerank_top)

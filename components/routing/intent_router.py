@@ -165,6 +165,8 @@ class IntentRouter:
         rerank=bool,
         structural=dict[str, Any] | None,
         routing=dict[str, Any],
+        strategy=dict[str, Any],
+        next_strategy=dict[str, Any],
     )
     def run(self, query: str, query_embedding: list[float], escalation: int | None = None) -> dict[str, Any]:
         """Route one query.
@@ -173,7 +175,9 @@ class IntentRouter:
             strategy (see :func:`components.routing.profiles.escalate_strategy`).
         :returns: ``intent`` (top intent), ``confidence`` (its probability), the strategy (``weights``,
             ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``), ``structural`` (a section/table reference or
-            ``None``) and ``routing`` (probabilities, rules fired, time taken) for diagnostics.
+            ``None``) and ``routing`` (probabilities, rules fired, time taken) for diagnostics; ``strategy`` (the
+            same five fields in one dict) and ``next_strategy`` (what a retry one level up would use), so the
+            quality gate can skip a retry that would change nothing.
         :raises ValueError: for an empty or too long query, or a query embedding of the wrong dimension.
         """
         if not isinstance(query, str) or not query.strip():
@@ -190,9 +194,10 @@ class IntentRouter:
         scale = mass / sum(priors.values()) if priors else 0.0
         probs = {i: (1 - mass) * p + scale * priors.get(i, 0.0) for i, p in classifier.items()}
         intent = max(probs, key=probs.__getitem__)
-        strategy = mix_profiles(self.profiles, probs if self.soft else {intent: 1.0})
+        base = mix_profiles(self.profiles, probs if self.soft else {intent: 1.0})
         # The quality gate sends a weak result back with escalation n >= 1: same intent, a wider strategy.
-        strategy = escalate_strategy(strategy, escalation or 0, self.escalation_depth, self.escalation_floor)
+        strategy = escalate_strategy(base, escalation or 0, self.escalation_depth, self.escalation_floor)
+        following = escalate_strategy(base, (escalation or 0) + 1, self.escalation_depth, self.escalation_floor)
         elapsed_ms = (time.perf_counter() - start) * 1000
         routing = {
             "probabilities": {i: round(p, 4) for i, p in sorted(probs.items(), key=lambda kv: -kv[1])},
@@ -208,4 +213,6 @@ class IntentRouter:
             "structural": rules.structural,
             "routing": routing,
             **strategy,
+            "strategy": strategy,
+            "next_strategy": following,
         }

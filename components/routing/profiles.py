@@ -25,20 +25,24 @@ CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph
 # on held-out questions; objective full@10 + 0.5 MRR, held-out 1.380 -> 1.394). Reproduce with:
 # python scripts/calibrate_profiles.py --hotpot ../shared/data/hotpotqa100 --aragog ../shared/data/aragog \
 #     --write --json calibrate.json
+# ``rerank`` is off in every profile since the ablation of scripts/eval_rerank.py (the same MMR candidates ranked
+# with and without the late-interaction ranker, 100 hotpotqa100 + 98 ARAGOG + 100 musique_dev100 questions): no
+# intent gained on all three sets (analytical MRR 0.958 -> 0.927 on hotpotqa100, 0.981 -> 0.955 on ARAGOG;
+# contextual equal on ARAGOG) while reranking multiplied the p95 latency by 3-4. See the README.
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     "analytical": {
         "weights": {"dense": 0.333, "graph_global": 0.0, "graph_local": 0.167, "section": 0.278, "sparse": 0.222},
         "top_k": 15,
         "fetch_k": 40,
         "mmr_lambda": 1.0,
-        "rerank": True,
+        "rerank": False,
     },
     "contextual": {
         "weights": {"dense": 0.357, "graph_global": 0.0, "graph_local": 0.0, "section": 0.643, "sparse": 0.0},
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.8,
-        "rerank": True,
+        "rerank": False,
     },
     "factual": {
         "weights": {"dense": 0.467, "graph_global": 0.0, "graph_local": 0.067, "section": 0.0, "sparse": 0.467},

@@ -179,9 +179,14 @@ class EdgeDocumentStore:
     # -- opening -------------------------------------------------------------------------------------------------
 
     @property
+    def folder(self) -> Path:
+        """The index folder (``path`` resolved): the shard, and files kept with the index, live here."""
+        return Path(resolve_path(self.path)).expanduser()
+
+    @property
     def shard_path(self) -> Path:
         """The shard's folder, ``<path>/<index>``."""
-        return Path(resolve_path(self.path)).expanduser() / self.index
+        return self.folder / self.index
 
     @property
     def shard(self) -> qe.EdgeShard:

@@ -1,0 +1,144 @@
+"""The quality gate's logistic model: fitting it (with a prior), scoring it, and keeping a fit beside an index.
+
+Pure numpy and JSON, shared by ``scripts/calibrate_gate.py`` (the labelled hotpotqa fit that ships as the gate's
+default, its *prior*) and :mod:`pipelines.gate_calibration` (the self-calibration on pseudo-queries of one index,
+written to ``gate_calibration.json`` in the store folder and read by
+:class:`~components.gating.quality_gate.QualityGate`).
+
+Usage::
+
+    bias, w = fit_logistic(x, y, l2=1.0, prior=np.array([5.9, 5.2, 4.8, -0.3, 1.2]))
+    cut = youden_threshold(predict(bias, w, x), y)
+    save_calibration(calibration_path(folder), {"weights": dict(zip(SIGNALS, w)), "bias": bias, "pass_threshold": cut})
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from components.gating.signals import SIGNALS
+
+logger = logging.getLogger(__name__)
+
+#: File name of a self-calibration inside the document store's folder.
+CALIBRATION_FILE = "gate_calibration.json"
+CALIBRATION_VERSION = 1
+
+
+def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels)
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    diff = pos[:, None] - neg[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, prior: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """L2-regularised logistic regression by Newton's method on standardised signals, returned as bias and
+    weights on the raw signals (what the gate computes).
+
+    :param prior: raw-signal weights the penalty pulls towards (default 0): with little or ambiguous data the
+        fit stays near the prior; with clear data the data win. The intercept is never penalised.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    mean, std = x.mean(axis=0), np.clip(x.std(axis=0), 1e-9, None)
+    a = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
+    target = np.zeros(a.shape[1])
+    if prior is not None:
+        target[1:] = np.asarray(prior, dtype=np.float64) * std  # the prior's weights on standardised signals
+    w = target.copy()
+    penalty = l2 * np.eye(a.shape[1])
+    penalty[0, 0] = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -500, 500)))
+        grad = a.T @ (p - y) + penalty @ (w - target)
+        hess = a.T @ (a * (p * (1 - p))[:, None]) + penalty + 1e-9 * np.eye(a.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    weights = w[1:] / std
+    return float(w[0] - weights @ mean), weights
+
+
+def predict(bias: float, weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Quality in (0, 1) of each row of signals."""
+    return 1.0 / (1.0 + np.exp(-np.clip(bias + np.asarray(x) @ np.asarray(weights), -500, 500)))
+
+
+def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The cut (a midpoint between observed scores) that maximises TPR − FPR."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels)
+    values = np.unique(scores)
+    cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2, [values[-1] + 1e-6]])
+    best, best_j = 0.5, -1.0
+    for cut in cuts:
+        j = (scores[labels == 1] >= cut).mean() - (scores[labels == 0] >= cut).mean()
+        if j > best_j:
+            best, best_j = float(cut), j
+    return best
+
+
+def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
+    """``weights`` (signal → float), ``bias`` and ``pass_threshold`` of a calibration, checked.
+
+    :raises ValueError: for an unknown signal, a non-finite number or a threshold outside (0, 1).
+    """
+    try:
+        weights = {str(k): float(v) for k, v in dict(data["weights"]).items()}
+        bias, threshold = float(data["bias"]), float(data["pass_threshold"])
+    except (KeyError, TypeError, ValueError) as err:
+        msg = f"A gate calibration needs 'weights' (signal -> number), 'bias' and 'pass_threshold': {err}"
+        raise ValueError(msg) from err
+    unknown = sorted(set(weights) - set(SIGNALS))
+    if unknown:
+        msg = f"Unknown signal(s) {unknown} in the calibration; the gate's signals are {list(SIGNALS)}"
+        raise ValueError(msg)
+    if not all(math.isfinite(v) for v in [*weights.values(), bias]) or not 0.0 < threshold < 1.0:
+        msg = f"A gate calibration needs finite weights and bias and a pass_threshold in (0, 1); got {data}"
+        raise ValueError(msg)
+    return {"weights": weights, "bias": bias, "pass_threshold": threshold}
+
+
+def calibration_path(folder: str | Path) -> Path:
+    """Where the self-calibration of the index stored in ``folder`` lives."""
+    return Path(folder) / CALIBRATION_FILE
+
+
+def save_calibration(path: str | Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` (validated; extra keys such as the report are kept) atomically to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"version": CALIBRATION_VERSION, **data, **validate_calibration(data)}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gate_calibration.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2)
+    os.replace(tmp, path)
+    return path
+
+
+def load_calibration(path: str | Path) -> dict[str, Any]:
+    """Read and validate a calibration file (the whole record: the model and its report).
+
+    :raises ValueError: for a file that is not JSON or not a valid calibration (a corrupt file is an error,
+        never a silent fall-back to the prior).
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        msg = f"Gate calibration {path} is not valid JSON ({err}); run `adaptive-retrieval calibrate` again"
+        raise ValueError(msg) from err
+    if not isinstance(data, dict):
+        msg = f"Gate calibration {path} is not a JSON object"
+        raise ValueError(msg)
+    return {**data, **validate_calibration(data)}

@@ -1,0 +1,163 @@
+"""Does the quality gate transfer? The shipped prior against the index's own self-calibration, on real questions.
+
+python scripts/eval_gate_transfer.py --hotpot ../shared/data/hotpotqa100 \\
+    --corpus ../shared/data/musique_dev100/corpus.jsonl --questions ../shared/data/musique_dev100/questions.jsonl \\
+    [--root .adaptive/eval-gate-transfer] [--pseudo 200] [--limit N] [--json out.json]
+
+Per evaluation set:
+
+1. Index the corpus (cached per corpus and YAML, like ``scripts/evaluate.py``).
+2. Self-calibrate on pseudo-queries of that index only (:mod:`pipelines.gate_calibration`; no question and no
+   gold label is read) and write ``gate_calibration.json`` into the store folder, as ``adaptive-retrieval
+   calibrate`` does.
+3. Run every real question twice with the loop off: *answerable* (index as is) and *unanswerable* (its
+   supporting passages deleted from the eval index and restored after, as in ``scripts/calibrate_gate.py``).
+4. Score the attempt-0 signals with the prior (the hotpotqa fit shipped in the gate) and with the
+   self-calibration: AUROC answerable vs unanswerable and pass rates at each model's own threshold.
+
+On hotpotqa100 the *prior* was fitted on these very questions (in-sample for the prior); musique_dev100 is a
+corpus neither model saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+from calibrate_gate import features, run_both, stores_of  # noqa: E402
+
+from components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
+from components.gating.signals import SIGNALS  # noqa: E402
+from pipelines.eval_data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
+from pipelines.eval_systems import AdaptiveSystem, eval_folder  # noqa: E402
+from pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
+
+
+def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    w = np.asarray([model["weights"].get(s, 0.0) for s in SIGNALS])
+    quality = predict(model["bias"], w, x)
+    passed = quality >= model["pass_threshold"]
+    return {
+        "auroc": round(auroc(quality, y), 4),
+        "pass_answerable": round(float(passed[y == 1].mean()), 4),
+        "pass_unanswerable": round(float(passed[y == 0].mean()), 4),
+    }
+
+
+def evaluate_set(
+    evalset: EvalSet,
+    root: Path,
+    pseudo: int,
+    limit: int | None,
+    dump: Path | None = None,
+    reuse: Path | None = None,
+    l2: float = DEFAULT_L2,
+) -> dict[str, Any]:
+    system = AdaptiveSystem(eval_folder(root, evalset.name))
+    stats = system.index(evalset)
+    print(f"[{evalset.name}] index: {stats}", flush=True)
+    pipeline = system.pipeline
+    gate = pipeline.get_component("gate")
+    folder = gate.document_store.to_dict()["init_parameters"]["path"]
+    calibration_path(folder).unlink(missing_ok=True)  # self-calibrate from scratch
+
+    samples = collect_signals(pipeline, queries=pseudo)
+    fitted = fit_calibration(samples, gate.prior, l2)
+    saved = save_calibration(calibration_path(folder), fitted)
+    print(f"[{evalset.name}] self-calibration: {json.dumps(fitted['report'])}")
+    print(f"[{evalset.name}] wrote {saved}", flush=True)
+
+    questions = evalset.questions[:limit] if limit else evalset.questions
+    if reuse is not None:
+        # The real questions' signals do not depend on the calibration: reuse those of an earlier --dump.
+        saved = np.load(reuse)
+        x, y = saved["real_x"], saved["real_y"]
+        print(f"[{evalset.name}] real-question signals reused from {reuse}")
+    else:
+        store, graph = stores_of(pipeline)
+        retries = gate.max_retries
+        gate.max_retries = 0
+        try:
+            rows = run_both(pipeline, store, graph, questions, evalset.name)
+        finally:
+            gate.max_retries = retries
+        x, y, _ = features(rows)
+    if dump:
+        np.savez(dump, pseudo_x=samples["x"], pseudo_y=samples["y"], pseudo_group=samples["group"], real_x=x, real_y=y)
+    gate.warm_up()  # picks up the file just written
+    assert gate.calibration == "index", "the gate did not pick up the self-calibration"
+    result = {
+        "questions": int(len(y) // 2),
+        "signal_auroc": {s: round(auroc(x[:, j], y), 4) for j, s in enumerate(SIGNALS)},
+        "prior": score(gate.prior, x, y),
+        "self_calibrated": score(fitted, x, y),
+        "calibration": {k: fitted[k] for k in ("weights", "bias", "pass_threshold")},
+        "calibration_report": fitted["report"],
+    }
+    for name in ("prior", "self_calibrated"):
+        r = result[name]
+        print(
+            f"[{evalset.name}] {name:<15} AUROC {r['auroc']:.3f}  pass answerable {r['pass_answerable']:.0%}  "
+            f"unanswerable {r['pass_unanswerable']:.0%}"
+        )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hotpot", default=None)
+    parser.add_argument("--corpus", action="append", default=[])
+    parser.add_argument("--questions", default=None)
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--root", default=str(ROOT / ".adaptive" / "eval-gate-transfer"))
+    parser.add_argument("--pseudo", type=int, default=200, help="pseudo-queries of the self-calibration")
+    parser.add_argument("--limit", type=int, default=None, help="first N real questions only")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--dump", default=None, help="folder for the raw signals (<set>.npz) of both kinds")
+    parser.add_argument("--reuse", default=None, help="folder of an earlier --dump: reuse its real-question signals")
+    parser.add_argument("--l2", type=float, default=None, help="L2 pull towards the prior (default: the library's)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    sets = []
+    if args.hotpot:
+        sets.append(load_hotpot(args.hotpot))
+    if args.corpus or args.questions:
+        if not (args.corpus and args.questions):
+            raise SystemExit("--corpus and --questions go together")
+        sets.append(load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).parent.name))
+    if not sets:
+        raise SystemExit("Give --hotpot and/or --corpus/--questions")
+    dump = Path(args.dump) if args.dump else None
+    if dump:
+        dump.mkdir(parents=True, exist_ok=True)
+    out = {
+        s.name: evaluate_set(
+            s,
+            Path(args.root),
+            args.pseudo,
+            args.limit,
+            dump / f"{s.name}.npz" if dump else None,
+            Path(args.reuse) / f"{s.name}.npz" if args.reuse else None,
+            **({"l2": args.l2} if args.l2 is not None else {}),
+        )
+        for s in sets
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
