@@ -24,12 +24,10 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from haystack import Pipeline
-
-from pipelines.mermaid import pipeline_to_mermaid
-from pipelines.yaml_io import loads_pipeline, resolve_yaml
+if TYPE_CHECKING:
+    from haystack import Pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +52,16 @@ def node_modules() -> Path:
 
 def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:
     """Build ``yaml/<name>.yaml`` (or a YAML path) without connecting to its store: only the graph is needed."""
+    # Imported here: the CLI reads this module's constants for --help, which must not wait for Haystack.
+    from pipelines.yaml_io import loads_pipeline, resolve_yaml
+
     return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"))
 
 
 def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, style: Style = "compact") -> dict[str, str]:
     """``{name: mermaid text}`` for the packaged pipelines (or YAML paths)."""
+    from pipelines.mermaid import pipeline_to_mermaid
+
     return {Path(str(n)).stem: pipeline_to_mermaid(pipeline_for_drawing(n), style=style) for n in names}
 
 
