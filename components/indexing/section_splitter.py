@@ -11,9 +11,11 @@ from haystack import Document, component
 
 from components.indexing.headings import find_headings
 from components.indexing.ids import chunk_id, stable_id
+from components.indexing.structure.markdown import parse_markdown
 
 logger = logging.getLogger(__name__)
 
+_MARKDOWN_SUFFIXES = (".md", ".markdown")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
@@ -40,8 +42,14 @@ def _split_long(paragraph: str, max_words: int) -> list[str]:
 
 @component
 class SectionSplitter:
-    """Section-aware splitter: finds headings (Markdown, reST underlines, numbered PDF headings, upper-case
-    headings), then packs each section's paragraphs into chunks of about ``chunk_words`` words.
+    """Section-aware splitter: takes the sections a structure parser found, then packs each section's paragraphs
+    into chunks of about ``chunk_words`` words.
+
+    Sections come from ``meta["structure"]`` when the document has it (written by
+    :class:`~components.indexing.structured_converter.StructuredConverter` from Markdown tokens, the HTML tree or
+    the PDF outline and layout); Markdown sources without it (``.md``) are parsed with markdown-it-py here; other
+    text (plain text, reST such as the Python reference) falls back to line rules: reST underlines, numbered and
+    upper-case headings.
 
     Every chunk carries ``meta``: ``doc_id`` (stable hash of the source), ``source``, ``title``,
     ``section_path`` (headings from the top, e.g. ``["4 Execution model", "4.2 Naming and binding"]``),
@@ -69,6 +77,21 @@ class SectionSplitter:
     def source_of(doc: Document) -> str:
         """The identity of a document's source: its file path, ``source`` meta, or its id."""
         return str(doc.meta.get("file_path") or doc.meta.get("source") or doc.id)
+
+    def _parsed_sections(self, doc: Document, source: str) -> tuple[str | None, list[tuple[list[str], str]]]:
+        """``(title, [(section path, text), ...])`` from the document's parsed structure or its Markdown."""
+        structure = doc.meta.get("structure")
+        if isinstance(structure, list) and structure:
+            sections = [
+                ([str(h) for h in block.get("section_path") or []], str(block.get("text") or "").strip())
+                for block in structure
+                if isinstance(block, dict)
+            ]
+            return None, [(path, text) for path, text in sections if text]
+        if source.lower().endswith(_MARKDOWN_SUFFIXES) or doc.meta.get("mime_type") == "text/markdown":
+            parsed = parse_markdown(doc.content or "")
+            return parsed.title, [(list(b.path), b.text) for b in parsed.blocks]
+        return self._sections(doc.content or "")
 
     def _sections(self, content: str) -> tuple[str | None, list[tuple[list[str], str]]]:
         lines = content.splitlines()
@@ -120,16 +143,16 @@ class SectionSplitter:
         """Split ``documents`` into section-bounded chunks (documents without text are skipped with a warning)."""
         out: list[Document] = []
         for doc in documents:
-            if not doc.content or not doc.content.strip():
+            if (not doc.content or not doc.content.strip()) and not doc.meta.get("structure"):
                 logger.warning("Skipping %s: no text could be extracted", self.source_of(doc))
                 continue
             source = self.source_of(doc)
             doc_id = stable_id(source)
-            heading_title, sections = self._sections(doc.content)
+            heading_title, sections = self._parsed_sections(doc, source)
             title = doc.meta.get("title") or heading_title or Path(source).stem
             position = 0
             section_counts: dict[str, int] = {}
-            base_meta = {k: v for k, v in doc.meta.items() if k not in ("title",)}
+            base_meta = {k: v for k, v in doc.meta.items() if k not in ("title", "structure")}
             for path, body in sections:
                 key = " > ".join(path)
                 occurrence = section_counts.get(key, 0)
