@@ -16,7 +16,18 @@ from components.indexing.structure.markdown import parse_markdown
 logger = logging.getLogger(__name__)
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
+# A caption opens a line: "Table 2: ...", "Figure 3. ...", "**Table 1:**" (a mention such as "see Table 2" does not).
+_CAPTION = re.compile(r"^[\s*_#>|]*(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*[:.|*]", re.I | re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def captions_in(text: str) -> list[str]:
+    """The tables and figures captioned in ``text``, as ``["figure 3", "table 2"]``."""
+    found = set()
+    for kind, ref in _CAPTION.findall(text):
+        word = "table" if kind.lower().startswith("tab") else "figure"
+        found.add(f"{word} {ref.lower()}")
+    return sorted(found)
 
 
 def _split_long(paragraph: str, max_words: int) -> list[str]:
@@ -54,7 +65,8 @@ class SectionSplitter:
     Every chunk carries ``meta``: ``doc_id`` (stable hash of the source), ``source``, ``title``,
     ``section_path`` (headings from the top, e.g. ``["4 Execution model", "4.2 Naming and binding"]``),
     ``section`` (the path joined with " > "), ``section_id``, ``position`` (chunk order in the document) and
-    ``level`` = 0. Chunk ids are deterministic, so re-indexing a source overwrites its chunks.
+    ``level`` = 0, and ``captions`` (``["table 2"]``) when the chunk holds a table or figure caption. Chunk ids
+    are deterministic, so re-indexing a source overwrites its chunks.
 
     Usage::
 
@@ -171,6 +183,9 @@ class SectionSplitter:
                         "position": position,
                         "level": 0,
                     }
+                    captions = captions_in(text)
+                    if captions:
+                        meta["captions"] = captions
                     out.append(Document(id=chunk_id(doc_id, position), content=text, meta=meta))
                     position += 1
         return {"documents": out}
