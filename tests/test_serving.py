@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from components.routing.profiles import CHANNELS, INTENTS
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = {"try.txt": "try", "with.txt": "with", "lambda.md": "lambda", "import.txt": "import"}

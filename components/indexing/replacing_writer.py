@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 
 from components.indexing.ids import chunk_id
-from components.stores.qdrant_store import store_from_init_parameters
+from components.stores.serialization import store_from_init_parameters
 
 logger = logging.getLogger(__name__)
 
