@@ -12,8 +12,8 @@ Judging is independent of how the system under test cut its sections: each retur
 outline/layout parse of ``components/indexing/structure`` for PDFs, the reST headings for the reference topics —
 computed by a child process from this script's own checkout. A chunk is in the expected section when one of its
 windows lies in a block whose heading path matches: ``number`` (that heading or a subsection), ``title`` (a
-heading containing the words; ``last``: the block's own heading), ``table`` (the chunk holds that caption).
-Top-k: one of the first k chunks is.
+heading containing the words; ``last``: the block's own heading), ``table`` (the chunk holds that caption,
+"Table 2: ..."). Top-k: one of the first k chunks is.
 
 Run it on another checkout (e.g. main, for the before figures) with that checkout on PYTHONPATH:
 
@@ -109,7 +109,7 @@ def chunk_in_section(doc: Any, spec: dict[str, Any], ref: dict[str, list[dict[st
     if name not in sources:
         return False
     if "table" in spec:
-        caption = rf"(?:^|\n)\s*table\s+{re.escape(str(spec['table']))}\s*[:.]"
+        caption = rf"\btable\s+{re.escape(str(spec['table']))}\s*:"  # the caption ("Table 2: ..."), not a mention
         return re.search(caption, doc.content or "", re.IGNORECASE) is not None
     text = _norm(doc.content or "")
     if not text:
@@ -181,6 +181,7 @@ def main() -> None:
                 "intent": result["intent"],
                 "ms": round(ms, 1),
                 "first": None if top is None else [Path(str(top.meta.get("source"))).name, top.meta.get("section")],
+                "top3_docs": [{"source": d.meta.get("source"), "content": d.content} for d in docs[:3]],
             }
         )
     out = work / "results.json"

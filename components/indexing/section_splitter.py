@@ -16,15 +16,21 @@ from components.indexing.structure.markdown import parse_markdown
 logger = logging.getLogger(__name__)
 
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
-# A caption opens a line: "Table 2: ...", "Figure 3. ...", "**Table 1:**" (a mention such as "see Table 2" does not).
-_CAPTION = re.compile(r"^[\s*_#>|]*(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*[:.|*]", re.I | re.M)
+# A caption: "Table 2: ..." anywhere (PDF paragraphs are re-flowed), or "Figure 3. ..." / "**Table 1:**" opening a
+# line; a mention such as "see Table 2" or "in Table 2." is not one.
+_CAPTION = re.compile(
+    r"(?:\b(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*:)"
+    r"|(?:^[\s*_#>|]*(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*[.|*]\s*[A-Z*])",
+    re.I | re.M,
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 def captions_in(text: str) -> list[str]:
     """The tables and figures captioned in ``text``, as ``["figure 3", "table 2"]``."""
     found = set()
-    for kind, ref in _CAPTION.findall(text):
+    for groups in _CAPTION.findall(text):
+        kind, ref = (groups[0], groups[1]) if groups[0] else (groups[2], groups[3])
         word = "table" if kind.lower().startswith("tab") else "figure"
         found.add(f"{word} {ref.lower()}")
     return sorted(found)

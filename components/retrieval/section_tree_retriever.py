@@ -278,11 +278,7 @@ class SectionTreeRetriever:
             ranked: list[Document] = []
             if structural:
                 filters, matched = self._structural_filter(structural, query)
-                hits = (
-                    self._search.search_dense(query_embedding, filters=filters, top_k=top_k)
-                    if filters
-                    else []
-                )
+                hits = self._search.search_dense(query_embedding, filters=filters, top_k=top_k) if filters else []
                 kind = str(structural.get("kind", "")).lower()
                 if kind in CONTENT_KINDS and structural.get("ref"):
                     # The chunk holding the caption before the rest of its section.

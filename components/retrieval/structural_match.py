@@ -51,6 +51,13 @@ def heading_matches_name(heading: str, name: str) -> bool:
     return bool(wanted) and all(any(w.startswith(t[:5]) if len(t) >= 5 else w == t for w in words) for t in wanted)
 
 
+def _extra_words(heading: str, name: str) -> int:
+    """Words of ``heading`` (its number and stop words aside) that ``name`` does not account for."""
+    wanted = _name_tokens(name)
+    words = [w for w in _TOKEN.findall(_bare(heading)) if w not in _STOP]
+    return sum(1 for w in words if not any(w.startswith(t[:5]) if len(t) >= 5 else w == t for t in wanted))
+
+
 def heading_matches_ref(heading: str, ref: str) -> bool:
     """Whether ``heading`` is numbered ``ref`` ("3.2 Pre-training", "Appendix B", "§ 4") or one of its
     subsections ("3.2.1 ..." for "3.2")."""
@@ -137,6 +144,7 @@ def sections_for(structural: dict[str, Any], outline: Outline) -> list[str]:
     kind = str(structural.get("kind", "")).lower()
     ref, name, position = structural.get("ref"), structural.get("name"), structural.get("position")
     found: list[str] = []
+    extra: list[int] = []
     if kind in CONTENT_KINDS and ref:
         wanted = {f"{word} {str(ref).lower()}" for word in CONTENT_KINDS[kind]}
         return [str(e["section_id"]) for e in outline.entries if wanted & {c.lower() for c in e.get("captions") or []}]
@@ -145,11 +153,17 @@ def sections_for(structural: dict[str, Any], outline: Outline) -> list[str]:
     for entry in outline.entries:
         path = [str(h) for h in entry.get("section_path") or []]
         if ref is not None:
-            hit = any(heading_matches_ref(h, str(ref)) for h in path)
-        else:
-            hit = bool(name) and any(heading_matches_name(h, str(name)) for h in path)
-        if hit:
-            found.append(str(entry["section_id"]))
+            if any(heading_matches_ref(h, str(ref)) for h in path):
+                found.append(str(entry["section_id"]))
+        elif name:
+            named = [h for h in path if heading_matches_name(h, str(name))]
+            if named:
+                found.append(str(entry["section_id"]))
+                extra.append(min(_extra_words(h, str(name)) for h in named))
+    if extra:
+        # The closest titles win: "the with statement" is 'The "with" statement' before "With Statement Context
+        # Managers" (a section's subsections share its heading, and so its rank).
+        return [sid for sid, n in zip(found, extra, strict=True) if n == min(extra)]
     if found or ref is not None:
         return found
     if position is None and name:

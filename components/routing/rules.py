@@ -158,7 +158,9 @@ def structural_reference(query: str) -> dict[str, Any] | None:
             name = " ".join(match.group("name").split()).lower()
             if name.startswith("the "):
                 name = name[4:]
-            return {"kind": "section", "name": name, "text": match.group(0)}
+            # "the conclusion of the LLaMA paper": the reference is "the conclusion"; the rest names the document
+            end = match.end("name") if pattern is _PART_OF else match.end()
+            return {"kind": "section", "name": name, "text": query[match.start() : end]}
     return None
 
 
