@@ -91,6 +91,9 @@ def test_the_query_names_the_document() -> None:
     assert rank_documents("What does Section 2 of the BERT paper say?", docs) == [bert]
     assert rank_documents("What does Section 2 of the DistilBERT paper say?", docs) == [distil]
     assert rank_documents("What does Section 2 say?", docs) == docs
+    # words about the content name no document: only a phrase such as "the X paper" does
+    assert rank_documents("What does Section 2 say about open and efficient models?", docs) == docs
+    assert rank_documents("Section 2 of the paper on open and efficient foundation models", docs) == [llama]
     sections, _ = resolve({"kind": "section", "ref": "2.1"}, "Section 2.1 of the LLaMA paper", docs)
     assert sections == ["llama-4"]
     # a name found nowhere in the named document: every document is searched, then titles

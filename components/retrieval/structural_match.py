@@ -109,13 +109,29 @@ class Outline:
         return list(order.items())
 
 
+_DOC_NOUN = r"(?:paper|report|document|article|chapter|guide|manual|book|thesis|specification|documentation|docs)"
+# "the BERT paper", "the execution model chapter"; "the paper on long-tail knowledge", "the report about ...".
+_DOC_BEFORE = re.compile(rf"\b(?:the|this|its|that)\s+(?P<doc>(?:[\w.'-]+\s+){{1,5}}?){_DOC_NOUN}\b", re.I)
+_DOC_AFTER = re.compile(rf"\b{_DOC_NOUN}\s+(?:on|about|titled|entitled|called|named)\s+(?P<doc>[^?!;,]+)", re.I)
+
+
+def document_phrase(query: str) -> str:
+    """The words with which ``query`` names a document ("the BERT paper", "the paper on long-tail knowledge"),
+    empty when it names none (the rest of a question is about content, not about which document)."""
+    found = [m.group("doc") for pattern in (_DOC_BEFORE, _DOC_AFTER) for m in pattern.finditer(query)]
+    return " ".join(found)
+
+
 def rank_documents(query: str, outlines: list[Outline]) -> list[Outline]:
-    """The outlines of the documents the query names (its words in their titles or file names, rarer words and
-    a title's short name — "BERT" in "BERT: Pre-training of ..." — weighing more); all of them when it names none.
+    """The outlines of the documents the query names in a phrase such as "the BERT paper" (its words in their
+    titles or file names, rarer words and a title's short name — "BERT" in "BERT: Pre-training of ..." —
+    weighing more); all of them when it names none.
     """
     if not query or len(outlines) < 2:
         return outlines
-    asked = {t for t in _TOKEN.findall(query.lower()) if t not in _QUESTION_WORDS and len(t) > 1}
+    asked = {t for t in _TOKEN.findall(document_phrase(query).lower()) if t not in _QUESTION_WORDS and len(t) > 1}
+    if not asked:
+        return outlines
     vocab: list[tuple[set[str], set[str]]] = []
     for outline in outlines:
         short = re.split(r"[:,]", outline.title, maxsplit=1)[0] if outline.title else ""
