@@ -110,6 +110,7 @@ def test_structural_first_leads_and_keeps_the_length() -> None:
     ]
     out = StructuralFirst(max_first=3).run(documents=ranked, structural=matched)["documents"]
     assert [d.id for d in out] == ["d3", "x", "d0", "d1", "d2"]
+    assert out[0] is ranked[3] or out[0].meta["section_tree"]["via"] == "structural"
     assert StructuralFirst().run(documents=ranked, structural=None)["documents"] == ranked
     with pytest.raises(ValueError, match="max_first"):
         StructuralFirst(max_first=0)

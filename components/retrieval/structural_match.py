@@ -157,34 +157,43 @@ def _by_position(outline: Outline, position: int) -> list[str]:
 
 def sections_for(structural: dict[str, Any], outline: Outline) -> list[str]:
     """Section ids of ``outline`` that ``structural`` refers to (empty when none)."""
+    return [sid for sid, _ in _ranked_sections(structural, outline)]
+
+
+def _ranked_sections(structural: dict[str, Any], outline: Outline) -> list[tuple[str, int]]:
+    """``(section id, rank)`` pairs; a name match ranks by the heading's words the name does not account for (the
+    closest titles win), every other match ranks 0. A document's best name matches only."""
     kind = str(structural.get("kind", "")).lower()
     ref, name, position = structural.get("ref"), structural.get("name"), structural.get("position")
-    found: list[str] = []
-    extra: list[int] = []
     if kind in CONTENT_KINDS and ref:
         wanted = {f"{word} {str(ref).lower()}" for word in CONTENT_KINDS[kind]}
-        return [str(e["section_id"]) for e in outline.entries if wanted & {c.lower() for c in e.get("captions") or []}]
+        captioned = [e for e in outline.entries if wanted & {c.lower() for c in e.get("captions") or []}]
+        return [(str(e["section_id"]), 0) for e in captioned]
     if kind not in OUTLINE_KINDS:
         return []
+    found: list[tuple[str, int]] = []
     for entry in outline.entries:
         path = [str(h) for h in entry.get("section_path") or []]
         if ref is not None:
             if any(heading_matches_ref(h, str(ref)) for h in path):
-                found.append(str(entry["section_id"]))
+                found.append((str(entry["section_id"]), 0))
         elif name:
             named = [h for h in path if heading_matches_name(h, str(name))]
             if named:
-                found.append(str(entry["section_id"]))
-                extra.append(min(_extra_words(h, str(name)) for h in named))
-    if extra:
-        # The closest titles win: "the with statement" is 'The "with" statement' before "With Statement Context
-        # Managers" (a section's subsections share its heading, and so its rank).
-        return [sid for sid, n in zip(found, extra, strict=True) if n == min(extra)]
-    if found or ref is not None:
-        return found
+                # 'The "with" statement' before "With Statement Context Managers" (a section's subsections share
+                # its heading, and so its rank)
+                found.append((str(entry["section_id"]), min(_extra_words(h, str(name)) for h in named)))
+    if found:
+        best = min(rank for _, rank in found)
+        return [(sid, rank) for sid, rank in found if rank == best]
+    if ref is not None:
+        return []
     if position is None and name:
         position = NAME_POSITIONS.get(str(name).lower())
-    return _by_position(outline, int(position)) if position is not None else []
+    # A named part that no heading carries ("the conclusion" of a paper whose last section is "Discussion") ranks
+    # after any heading that does carry the name.
+    rank = 0 if structural.get("position") is not None else 1000
+    return [(sid, rank) for sid in _by_position(outline, int(position))] if position is not None else []
 
 
 def resolve(structural: dict[str, Any], query: str, outlines: list[Outline]) -> tuple[list[str], list[str]]:
@@ -192,9 +201,10 @@ def resolve(structural: dict[str, Any], query: str, outlines: list[Outline]) -> 
     every document when those have none), else — for a name matching a document's title — that document."""
     named = rank_documents(query, outlines)
     for candidates in (named, outlines) if len(named) < len(outlines) else (outlines,):
-        sections = [sid for outline in candidates for sid in sections_for(structural, outline)]
-        if sections:
-            return list(dict.fromkeys(sections)), []
+        ranked = [pair for outline in candidates for pair in _ranked_sections(structural, outline)]
+        if ranked:
+            best = min(rank for _, rank in ranked)
+            return list(dict.fromkeys(sid for sid, rank in ranked if rank == best)), []
     name = structural.get("name")
     if name:
         titled = [o.doc_id for o in outlines if heading_matches_name(o.title, str(name))]

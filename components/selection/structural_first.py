@@ -23,10 +23,10 @@ class StructuralFirst:
 
     Fusion weighs the section channel against the others and a reranker reorders by text similarity alone, so
     the section the user named can otherwise end up fourth. The structural chunks come from the section
-    channel's own list (``meta["section_tree"]["via"] == "structural"``); those already in the final list keep
-    their order among themselves, those missing from it are added (in the channel's order), at most
-    ``max_first`` in all, each marked ``meta["section_tree"]["via"] = "structural"``, and the list keeps its
-    length. Without a structural match the list passes unchanged.
+    channel's own list (``meta["section_tree"]["via"] == "structural"``), in that list's order (the channel ranks
+    them for the reference: a table's caption chunk first, then by similarity), at most ``max_first``, the final
+    list's copy of a document kept when it has one, each marked ``meta["section_tree"]["via"] = "structural"``;
+    the list keeps its length. Without a structural match the list passes unchanged.
 
     Usage::
 
@@ -54,10 +54,10 @@ class StructuralFirst:
         matched = [d for d in structural or [] if is_structural(d)]
         if not matched or not documents:
             return {"documents": documents}
-        wanted = {d.id for d in matched}
-        present = [d for d in documents if d.id in wanted]
-        known = {d.id for d in present}
-        lead = (present + [d for d in matched if d.id not in known])[: self.max_first]
+        # The channel's order: its structural hits are ranked for the reference (a table's caption chunk first,
+        # then by similarity); the final list's copy of a document is kept, with its fusion provenance.
+        final = {d.id: d for d in documents}
+        lead = [final.get(d.id, d) for d in matched[: self.max_first]]
         lead_ids = {d.id for d in lead}
         # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.
         lead = [d if is_structural(d) else replace(d, meta={**d.meta, "section_tree": _MARK}) for d in lead]
