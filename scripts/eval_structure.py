@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / ".adaptive" / "eval_structure"))
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions (a quick check)")
+    parser.add_argument("--set", default="", help="only the questions of this set ('fresh': the later ones)")
     parser.add_argument("--reference-only", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reference_only is not None:
@@ -144,6 +145,8 @@ def main() -> None:
     from pipelines.store_config import make_store
 
     questions = json.loads(Path(args.questions).read_text(encoding="utf-8"))["questions"]
+    if args.set:
+        questions = [q for q in questions if q.get("set", "first") == args.set]
     questions = questions[: args.limit] if args.limit else questions
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -175,6 +178,7 @@ def main() -> None:
             {
                 "q": q["q"],
                 "kind": q["kind"],
+                "set": q.get("set", "first"),
                 "top1": bool(hits[:1] and hits[0]),
                 "top3": any(hits),
                 "structural": result.get("structural"),
@@ -189,8 +193,8 @@ def main() -> None:
 
     print(f"\n{args.label}: {len(rows)} questions (results in {out})")
     print(f"{'kind':10} {'n':>3} {'top-1':>6} {'top-3':>6} {'structural ref read':>20}")
-    for kind in ("number", "name", "position", "table", "all"):
-        sel = [r for r in rows if kind in ("all", r["kind"])]
+    for kind in ("number", "name", "position", "table", "first", "fresh", "all"):
+        sel = [r for r in rows if kind in ("all", r["kind"], r["set"])]
         if not sel:
             continue
         read = sum(r["structural"] is not None for r in sel)
