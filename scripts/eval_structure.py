@@ -130,6 +130,7 @@ def main() -> None:
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions (a quick check)")
     parser.add_argument("--set", default="", help="only the questions of this set ('fresh': the later ones)")
+    parser.add_argument("--rejudge", nargs="*", help="judge stored results.json files again (current reference)")
     parser.add_argument("--reference-only", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reference_only is not None:
@@ -139,6 +140,9 @@ def main() -> None:
     for noisy in ("pypdf", "haystack_integrations", "components", "pipelines"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
+    if args.rejudge:
+        rejudge([Path(p) for p in args.rejudge], Path(args.questions), Path(args.data), Path(args.work))
+        return
     from pipelines.corpus import write_pydoc_topics
     from pipelines.indexing_pipeline import build_indexing_pipeline, index_paths
     from pipelines.query_pipeline import build_query_pipeline, run_query
@@ -190,11 +194,35 @@ def main() -> None:
         )
     out = work / "results.json"
     out.write_text(json.dumps({"label": args.label, "rows": rows}, indent=1), encoding="utf-8")
+    report(args.label, rows, out)
 
-    print(f"\n{args.label}: {len(rows)} questions (results in {out})")
+
+def rejudge(paths: list[Path], questions_path: Path, data: Path, work: Path) -> None:
+    """Judge stored runs again against the reference segmentation of this checkout (no system is run)."""
+    from types import SimpleNamespace
+
+    from pipelines.corpus import write_pydoc_topics
+
+    questions = {q["q"]: q for q in json.loads(questions_path.read_text(encoding="utf-8"))["questions"]}
+    topics = work / "rejudge-topics"
+    write_pydoc_topics(topics)
+    named = {s for q in questions.values() for s in (q["source"] if isinstance(q["source"], list) else [q["source"]])}
+    files = [p for p in [*sorted((data / "papers").glob("*.pdf")), *sorted(topics.glob("*.txt"))] if p.name in named]
+    ref = reference_in_child(files)
+    for path in paths:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        for row in stored["rows"]:
+            docs = [SimpleNamespace(meta={"source": d["source"]}, content=d["content"]) for d in row["top3_docs"]]
+            hits = [chunk_in_section(d, questions[row["q"]], ref) for d in docs]
+            row["top1"], row["top3"] = bool(hits[:1] and hits[0]), any(hits)
+        report(f"{stored['label']} (judged again)", stored["rows"], path)
+
+
+def report(label: str, rows: list[dict[str, Any]], out: Path) -> None:
+    print(f"\n{label}: {len(rows)} questions (results in {out})")
     print(f"{'kind':10} {'n':>3} {'top-1':>6} {'top-3':>6} {'structural ref read':>20}")
     for kind in ("number", "name", "position", "table", "first", "fresh", "all"):
-        sel = [r for r in rows if kind in ("all", r["kind"], r["set"])]
+        sel = [r for r in rows if kind in ("all", r["kind"], r.get("set", "first"))]
         if not sel:
             continue
         read = sum(r["structural"] is not None for r in sel)

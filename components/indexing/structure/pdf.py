@@ -230,7 +230,7 @@ def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | 
     body = sizes.most_common(1)[0][0] if sizes else 0.0
     pages_of: dict[str, set[int]] = {}
     for line in lines:
-        pages_of.setdefault(_norm(re.sub(r"\d+", "", line.text)), set()).add(line.page)
+        pages_of.setdefault(_norm(line.text), set()).add(line.page)
     n_pages = len({line.page for line in lines})
 
     # Title: the largest text near the top of the first page.
@@ -266,11 +266,12 @@ def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | 
             and not (text.rstrip().endswith(".") and not re.fullmatch(r"[\dA-Z.]+\.", text.split()[0]))
             and (text[0].isupper() or text[0].isdigit())
             # a run-in heading starts a paragraph ("Setup. We train..."): that line is text, not a heading
-            and not re.search(r"[a-z)\]]\.\s+[A-Z]", text)
+            and not re.search(r"(?<=[a-z)\]])(?<!\bvs)(?<!\bal)(?<!\bcf)\.\s+[A-Z]", text)
         )
 
     def repeated(line: Line) -> bool:
-        return n_pages >= 4 and len(pages_of.get(_norm(re.sub(r"\d+", "", line.text)), ())) >= max(3, n_pages // 3)
+        # running heads and footers (a numbered heading is never repeated: "5 RoBERTa" is not the name in a table)
+        return n_pages >= 4 and len(pages_of.get(_norm(line.text), ())) >= max(3, n_pages // 3)
 
     any_styled = any(styled(line) for line in lines)
     known_names = {_norm(k) for k in KNOWN_HEADINGS}
