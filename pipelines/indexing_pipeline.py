@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
-from haystack.components.converters import HTMLToDocument, PyPDFToDocument, TextFileToDocument
+from haystack.components.converters import TextFileToDocument
 from haystack.components.joiners import DocumentJoiner
 from haystack.components.preprocessors import DocumentCleaner
 from haystack.components.routers import FileTypeRouter
@@ -21,6 +21,7 @@ from components.indexing.graph_writer import GraphWriter
 from components.indexing.replacing_writer import ReplacingDocumentWriter
 from components.indexing.section_splitter import SectionSplitter
 from components.indexing.section_tree_builder import SectionTreeBuilder
+from components.indexing.structured_converter import StructuredConverter
 from components.models.document_embedder import OnnxDocumentEmbedder
 from components.models.paths import DEFAULT_MODEL
 from components.models.sparse_document_embedder import Bm25DocumentEmbedder
@@ -54,8 +55,9 @@ def build_indexing_pipeline(
     Chunks also go to the knowledge graph: entity extraction → graph writer (incremental per document) →
     community detector (recomputes once enough of the graph changed).
 
-    Markdown goes through ``TextFileToDocument`` rather than ``MarkdownToDocument`` so that its ``#`` headings
-    reach the section splitter; HTML is extracted to Markdown for the same reason.
+    Markdown, HTML and PDF go through ``StructuredConverter`` (markdown-it-py tokens, the lxml element tree, the
+    PDF outline or font layout), whose parsed sections the section splitter follows; plain text goes through
+    ``TextFileToDocument`` and the splitter's line rules.
     """
     store = store or make_store()
     graph_store = graph_store or make_graph_store(qdrant_path=store.path)
@@ -68,14 +70,10 @@ def build_indexing_pipeline(
         ),
     )
     p.add_component("txt_converter", TextFileToDocument(store_full_path=True))
-    p.add_component("md_converter", TextFileToDocument(store_full_path=True))
-    p.add_component(
-        "html_converter",
-        HTMLToDocument(
-            extraction_kwargs={"output_format": "markdown", "include_formatting": True}, store_full_path=True
-        ),
-    )
-    p.add_component("pdf_converter", PyPDFToDocument(store_full_path=True))
+    # Markdown, HTML and PDF keep their structure: heading tokens, the element tree, the PDF outline or layout.
+    p.add_component("md_converter", StructuredConverter(store_full_path=True))
+    p.add_component("html_converter", StructuredConverter(store_full_path=True))
+    p.add_component("pdf_converter", StructuredConverter(store_full_path=True))
     p.add_component("joiner", DocumentJoiner(join_mode="concatenate"))
     p.add_component(
         "cleaner",

@@ -20,6 +20,7 @@ from components.retrieval.section_tree_retriever import SectionTreeRetriever
 from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from components.routing.intent_router import IntentRouter
 from components.selection.mmr_selector import MMRSelector
+from components.selection.structural_first import StructuralFirst
 from components.stores.graph_store import GraphStore
 from pipelines.store_config import make_graph_store, make_store
 from pipelines.timing import stage_timings
@@ -62,6 +63,7 @@ def build_query_pipeline(
     p.add_component("joiner", WeightedRRFJoiner(channels=CHANNELS, k=FUSION_K))
     p.add_component("mmr", MMRSelector())
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
+    p.add_component("structural_first", StructuralFirst())
     # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
     p.add_component("gate", QualityGate(document_store=store))
     p.add_component("loop", RetryLoop())
@@ -87,7 +89,10 @@ def build_query_pipeline(
     p.connect("mmr.documents", "ranker.documents")
     p.connect("router.top_k", "ranker.top_k")
     p.connect("router.rerank", "ranker.rerank")
-    p.connect("ranker.documents", "gate.documents")
+    # The section a query names ("Section 3.2", "the last chapter") leads the final list, whatever the reranker did.
+    p.connect("ranker.documents", "structural_first.documents")
+    p.connect("section.documents", "structural_first.structural")
+    p.connect("structural_first.documents", "gate.documents")
     p.connect("query_embedder.embedding", "gate.query_embedding")
     p.connect("joiner.fusion", "gate.fusion")
     p.connect("router.strategy", "gate.strategy")
@@ -145,7 +150,8 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     router = result["router"]
     fusion = result["joiner"]["fusion"]
     # Pipelines without a gate (older YAML) end at the ranker or at MMR.
-    final = next((result[n] for n in ("gate", "ranker", "mmr", "joiner") if "documents" in result.get(n, {})), {})
+    ends = ("gate", "structural_first", "ranker", "mmr", "joiner")
+    final = next((result[n] for n in ends if "documents" in result.get(n, {})), {})
     documents: list[Document] = final.get("documents", [])
     gate = {k: v for k, v in result.get("gate", {}).items() if k != "documents"} or None
     joiner = pipeline.get_component("joiner")

@@ -11,10 +11,29 @@ from haystack import Document, component
 
 from components.indexing.headings import find_headings
 from components.indexing.ids import chunk_id, stable_id
+from components.indexing.structure.markdown import parse_markdown
 
 logger = logging.getLogger(__name__)
 
+_MARKDOWN_SUFFIXES = (".md", ".markdown")
+# A caption: "Table 2: ..." anywhere (PDF paragraphs are re-flowed), or "Figure 3. ..." / "**Table 1:**" opening a
+# line; a mention such as "see Table 2" or "in Table 2." is not one.
+_CAPTION = re.compile(
+    r"(?:\b(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*:)"
+    r"|(?:^[\s*_#>|]*(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*[.|*]\s*[A-Z*])",
+    re.I | re.M,
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def captions_in(text: str) -> list[str]:
+    """The tables and figures captioned in ``text``, as ``["figure 3", "table 2"]``."""
+    found = set()
+    for groups in _CAPTION.findall(text):
+        kind, ref = (groups[0], groups[1]) if groups[0] else (groups[2], groups[3])
+        word = "table" if kind.lower().startswith("tab") else "figure"
+        found.add(f"{word} {ref.lower()}")
+    return sorted(found)
 
 
 def _split_long(paragraph: str, max_words: int) -> list[str]:
@@ -40,13 +59,20 @@ def _split_long(paragraph: str, max_words: int) -> list[str]:
 
 @component
 class SectionSplitter:
-    """Section-aware splitter: finds headings (Markdown, reST underlines, numbered PDF headings, upper-case
-    headings), then packs each section's paragraphs into chunks of about ``chunk_words`` words.
+    """Section-aware splitter: takes the sections a structure parser found, then packs each section's paragraphs
+    into chunks of about ``chunk_words`` words.
+
+    Sections come from ``meta["structure"]`` when the document has it (written by
+    :class:`~components.indexing.structured_converter.StructuredConverter` from Markdown tokens, the HTML tree or
+    the PDF outline and layout); Markdown sources without it (``.md``) are parsed with markdown-it-py here; other
+    text (plain text, reST such as the Python reference) falls back to line rules: reST underlines, numbered and
+    upper-case headings.
 
     Every chunk carries ``meta``: ``doc_id`` (stable hash of the source), ``source``, ``title``,
     ``section_path`` (headings from the top, e.g. ``["4 Execution model", "4.2 Naming and binding"]``),
     ``section`` (the path joined with " > "), ``section_id``, ``position`` (chunk order in the document) and
-    ``level`` = 0. Chunk ids are deterministic, so re-indexing a source overwrites its chunks.
+    ``level`` = 0, and ``captions`` (``["table 2"]``) when the chunk holds a table or figure caption. Chunk ids
+    are deterministic, so re-indexing a source overwrites its chunks.
 
     Usage::
 
@@ -69,6 +95,21 @@ class SectionSplitter:
     def source_of(doc: Document) -> str:
         """The identity of a document's source: its file path, ``source`` meta, or its id."""
         return str(doc.meta.get("file_path") or doc.meta.get("source") or doc.id)
+
+    def _parsed_sections(self, doc: Document, source: str) -> tuple[str | None, list[tuple[list[str], str]]]:
+        """``(title, [(section path, text), ...])`` from the document's parsed structure or its Markdown."""
+        structure = doc.meta.get("structure")
+        if isinstance(structure, list) and structure:
+            sections = [
+                ([str(h) for h in block.get("section_path") or []], str(block.get("text") or "").strip())
+                for block in structure
+                if isinstance(block, dict)
+            ]
+            return None, [(path, text) for path, text in sections if text]
+        if source.lower().endswith(_MARKDOWN_SUFFIXES) or doc.meta.get("mime_type") == "text/markdown":
+            parsed = parse_markdown(doc.content or "")
+            return parsed.title, [(list(b.path), b.text) for b in parsed.blocks]
+        return self._sections(doc.content or "")
 
     def _sections(self, content: str) -> tuple[str | None, list[tuple[list[str], str]]]:
         lines = content.splitlines()
@@ -120,16 +161,16 @@ class SectionSplitter:
         """Split ``documents`` into section-bounded chunks (documents without text are skipped with a warning)."""
         out: list[Document] = []
         for doc in documents:
-            if not doc.content or not doc.content.strip():
+            if (not doc.content or not doc.content.strip()) and not doc.meta.get("structure"):
                 logger.warning("Skipping %s: no text could be extracted", self.source_of(doc))
                 continue
             source = self.source_of(doc)
             doc_id = stable_id(source)
-            heading_title, sections = self._sections(doc.content)
+            heading_title, sections = self._parsed_sections(doc, source)
             title = doc.meta.get("title") or heading_title or Path(source).stem
             position = 0
             section_counts: dict[str, int] = {}
-            base_meta = {k: v for k, v in doc.meta.items() if k not in ("title",)}
+            base_meta = {k: v for k, v in doc.meta.items() if k not in ("title", "structure")}
             for path, body in sections:
                 key = " > ".join(path)
                 occurrence = section_counts.get(key, 0)
@@ -148,6 +189,9 @@ class SectionSplitter:
                         "position": position,
                         "level": 0,
                     }
+                    captions = captions_in(text)
+                    if captions:
+                        meta["captions"] = captions
                     out.append(Document(id=chunk_id(doc_id, position), content=text, meta=meta))
                     position += 1
         return {"documents": out}

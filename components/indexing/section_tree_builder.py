@@ -159,7 +159,8 @@ class SectionTreeBuilder:
     ``level``, ``children_ids``, ``doc_id``, ``source``, ``title``, ``section_path``, ``section``,
     ``section_id``, ``position`` (of its first chunk) and ``summary`` (``extractive`` or ``llm``); section
     nodes of a cut section add ``segment`` and ``segments``; document nodes add ``outline``
-    (``[{"section_id", "section_path"}]`` in document order), which
+    (``[{"section_id", "section_path", "captions"}]`` in document order; ``captions`` only where the section
+    captions a table or figure), which
     :class:`~components.retrieval.section_tree_retriever.SectionTreeRetriever` matches structural references
     against.
 
@@ -428,15 +429,16 @@ class SectionTreeBuilder:
             if node.segments > 1:
                 meta.update(segment=node.segment, segments=node.segments)
         else:
-            outline: dict[str, list[str]] = {}
+            outline: dict[str, dict[str, Any]] = {}
             for chunk in chunks:
-                outline.setdefault(str(chunk.meta.get("section_id") or ""), list(chunk.meta.get("section_path") or []))
-            meta.update(
-                section_path=[],
-                section="",
-                section_id="",
-                outline=[{"section_id": k, "section_path": v} for k, v in outline.items()],
-            )
+                key = str(chunk.meta.get("section_id") or "")
+                entry = outline.setdefault(
+                    key, {"section_id": key, "section_path": list(chunk.meta.get("section_path") or [])}
+                )
+                for caption in chunk.meta.get("captions") or []:
+                    if caption not in entry.setdefault("captions", []):
+                        entry["captions"].append(caption)
+            meta.update(section_path=[], section="", section_id="", outline=list(outline.values()))
         return Document(id=node.id, content=node.text, meta=meta)
 
     @component.output_types(documents=list[Document], tree=dict[str, int])

@@ -3,10 +3,13 @@
 How a query is answered (every step bounded):
 
 1. **Structural reference first.** When the router found one (``{"kind": "section", "ref": "3.2"}``,
-   ``{"kind": "section", "name": "methodology"}``, ``{"kind": "table", "ref": "2"}``), sections are matched
-   against the outlines stored on the document nodes (numbered headings by number, named ones by words, then
-   document titles), tables and figures by the phrase in the chunk text; the matching chunks, ranked by
-   similarity, come first (score ``1 + cosine``). Nothing matched: the semantic search below answers alone.
+   ``{"kind": "section", "name": "methodology"}``, ``{"kind": "section", "position": -1}``,
+   ``{"kind": "table", "ref": "2"}``), it is resolved against the outlines stored on the document nodes
+   (:mod:`components.retrieval.structural_match`): in the documents the query names (title or file name words),
+   numbered headings by number, named ones by words, positions by the body's section order, tables and figures
+   by the captions their sections hold, then document titles. The matching chunks, ranked by similarity (a
+   chunk holding the asked caption first), come first (score ``1 + cosine``). Nothing matched: the semantic
+   search below answers alone.
 2. **One vector search over every level** (``candidate_pool`` nodes, no payload filter) gives the direct chunk
    hits (level 0), section summaries (level 1) and document summaries (level 2).
 3. **Sections**: those found, plus the sections of the ``max_documents`` best documents. A section's parent
@@ -28,46 +31,30 @@ Usage::
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
-from qdrant_client.http import models as rest
 
 from components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from components.retrieval.channel import channel_enabled, search_or_none
+from components.retrieval.structural_match import (
+    CONTENT_KINDS,
+    OUTLINE_KINDS,
+    Outline,
+    heading_matches_name,
+    heading_matches_ref,
+    resolve,
+)
 from components.stores.serialization import store_from_init_parameters
 from components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 
-#: Structural kinds answered from the section outline, and those answered from the chunk text.
-OUTLINE_KINDS = ("section", "chapter", "appendix", "part", "paragraph", "clause", "article")
-CONTENT_KINDS = {"table": ("table", "tab"), "figure": ("figure", "fig")}
-_STOP = {"the", "a", "an", "of", "and", "on", "in", "for", "to", "its", "this"}
-_TOKEN = re.compile(r"[^\W_]+")
+__all__ = ["OUTLINE_KINDS", "SectionTreeRetriever", "heading_matches_name", "heading_matches_ref"]
+
 _LEVEL0 = {"field": "meta.level", "operator": "==", "value": 0}
-
-
-def _name_tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
-
-
-def heading_matches_name(heading: str, name: str) -> bool:
-    """Whether every word of ``name`` starts a word of ``heading`` (long words by their first five letters, so
-    "methodology" finds "Methods" and "conclusions" finds "Conclusion")."""
-    wanted = _name_tokens(name)
-    words = _TOKEN.findall(heading.lower())
-    return bool(wanted) and all(any(w.startswith(t[:5]) if len(t) >= 5 else w == t for w in words) for t in wanted)
-
-
-def heading_matches_ref(heading: str, ref: str) -> bool:
-    """Whether ``heading`` is numbered ``ref`` ("3.2 Pre-training", "Appendix B", "§ 4") or one of its
-    subsections ("3.2.1 ..." for "3.2")."""
-    pattern = rf"^(?:(?:{'|'.join(OUTLINE_KINDS)}|sect\.|§)\s*)?{re.escape(ref)}(?=$|[\s.:)\-])"
-    return re.match(pattern, heading.strip(), re.IGNORECASE) is not None
 
 
 def _cosines(query: np.ndarray, documents: list[Document]) -> dict[str, float]:
@@ -163,33 +150,26 @@ class SectionTreeRetriever:
 
     # -- structural references ------------------------------------------------------------------------
 
-    def _structural_filter(self, structural: dict[str, Any]) -> tuple[Any, int]:
-        """A filter selecting the chunks ``structural`` refers to, and how many sections or phrases matched it
-        (``(None, 0)`` when nothing does or the kind is not supported)."""
+    def _structural_filter(self, structural: dict[str, Any], query: str | None = None) -> tuple[Any, int]:
+        """A filter selecting the chunks ``structural`` refers to, and how many sections (or documents) matched
+        it (``(None, 0)`` when nothing does or the kind is not supported)."""
         kind = str(structural.get("kind", "")).lower()
-        ref, name = structural.get("ref"), structural.get("name")
-        if kind in CONTENT_KINDS and ref:
-            phrases = [rest.MatchPhrase(phrase=f"{word} {ref}") for word in CONTENT_KINDS[kind]]
-            found = rest.Filter(
-                must=[rest.FieldCondition(key="meta.level", match=rest.MatchValue(value=0))],
-                should=[rest.FieldCondition(key="content", match=phrase) for phrase in phrases],
-            )
-            return found, 1
-        if kind not in OUTLINE_KINDS or not (ref or name):
+        if kind not in OUTLINE_KINDS and kind not in CONTENT_KINDS:
             return None, 0
         documents = self.document_store.filter_documents(
             filters={"field": "meta.level", "operator": "==", "value": DOCUMENT_LEVEL}
         )
-        sections: list[str] = []
-        titled: list[str] = []
-        for doc in documents:
-            for entry in doc.meta.get("outline") or []:
-                path = [str(h) for h in entry.get("section_path") or []]
-                by_ref = ref is not None and any(heading_matches_ref(h, str(ref)) for h in path)
-                if by_ref or (name is not None and any(heading_matches_name(h, str(name)) for h in path)):
-                    sections.append(str(entry["section_id"]))
-            if name and heading_matches_name(str(doc.meta.get("title") or ""), str(name)):
-                titled.append(str(doc.meta["doc_id"]))
+        outlines = [
+            Outline(
+                doc_id=str(doc.meta.get("doc_id") or ""),
+                title=str(doc.meta.get("title") or ""),
+                source=str(doc.meta.get("source") or ""),
+                entries=list(doc.meta.get("outline") or []),
+            )
+            for doc in documents
+        ]
+        text = str(structural.get("text") or "")
+        sections, titled = resolve(structural, (query or "").replace(text, " ") if text else query or "", outlines)
         if sections:
             condition = {"field": "meta.section_id", "operator": "in", "value": sorted(set(sections))}
             return {"operator": "AND", "conditions": [_LEVEL0, condition]}, len(set(sections))
@@ -268,6 +248,7 @@ class SectionTreeRetriever:
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
         structural: dict[str, Any] | None = None,
+        query: str | None = None,
     ) -> dict[str, Any]:
         """Chunks for the query from structural matches, expanded sections and direct hits (at most ``top_k``).
 
@@ -275,6 +256,7 @@ class SectionTreeRetriever:
         :param top_k: chunks returned at most (default: the init ``top_k``).
         :param weights: the router's channel weights; a zero weight for ``section`` skips the search.
         :param structural: the router's structural reference, or ``None``.
+        :param query: the query text: a structural reference is resolved in the documents it names.
         :returns: ``documents`` (``None`` when the store failed: logged, and the joiner skips the channel) and
             ``tree`` diagnostics.
         :raises ValueError: when the query embedding's dimension differs from the collection's.
@@ -288,26 +270,27 @@ class SectionTreeRetriever:
             )
             raise ValueError(msg)
         top_k = int(top_k or self.top_k)
-        query = np.asarray(query_embedding, dtype=np.float32)
-        query /= max(float(np.linalg.norm(query)), 1e-12)
+        vector = np.asarray(query_embedding, dtype=np.float32)
+        vector /= max(float(np.linalg.norm(vector)), 1e-12)
         diagnostics: dict[str, Any] = {"structural": None}
 
         def search() -> list[Document]:
             ranked: list[Document] = []
             if structural:
-                filters, matched = self._structural_filter(structural)
-                hits = (
-                    self._search.search_dense(query_embedding, filters=filters, top_k=top_k)
-                    if filters
-                    else []
-                )
+                filters, matched = self._structural_filter(structural, query)
+                hits = self._search.search_dense(query_embedding, filters=filters, top_k=top_k) if filters else []
+                kind = str(structural.get("kind", "")).lower()
+                if kind in CONTENT_KINDS and structural.get("ref"):
+                    # The chunk holding the caption before the rest of its section.
+                    asked = f"{kind} {str(structural['ref']).lower()}"
+                    hits.sort(key=lambda d: asked not in (d.meta.get("captions") or []))
                 diagnostics["structural"] = {"matched": matched, "chunks": len(hits), "fallback": not hits}
                 for doc in hits:
                     tree = {"via": "structural", "parent_id": None}
                     ranked.append(
                         replace(doc, score=1.0 + float(doc.score or 0.0), meta={**doc.meta, "section_tree": tree})
                     )
-            found, tree_diagnostics = self._tree_search(query, query_embedding, top_k)
+            found, tree_diagnostics = self._tree_search(vector, query_embedding, top_k)
             diagnostics.update(tree_diagnostics)
             seen = {d.id for d in ranked}
             for cid in sorted(found, key=lambda c: (-found[c][0], c)):

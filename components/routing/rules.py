@@ -26,6 +26,36 @@ _NAMED_PART = re.compile(
     re.IGNORECASE,
 )
 _HEADING = re.compile(r"\bheading\s+[\"'“](?P<name>[^\"'”]+)[\"'”]", re.IGNORECASE)
+# "the section on resolution of names", "the chapter about descriptors", "the section titled 'Setup'": the name
+# runs to the verb or to "in/of the ..." that names the document.
+_SECTION_ON = re.compile(
+    r"\b(?:section|chapter|part|appendix)\s+(?:on|about|titled|entitled|called|named|dealing with|covering)\s+"
+    r"(?:the\s+)?[\"'“]?(?P<name>[^?!;,\"'”]+?)[\"'”]?"
+    r"(?=\s+(?:say|says|said|tell|tells|describe|describes|explain|explains|report|reports|show|shows|cover|"
+    r"covers|list|lists|find|finds|discuss|discusses|define|defines|mention|mentions|state|states|propose|"
+    r"proposes)\b|\s+(?:in|of|from|within)\s+(?:the|this|its|that)\b|\s*[?!;,]|\s*$)",
+    re.IGNORECASE,
+)
+# "the last chapter", "the second section", "its final section": a position in the document's section order.
+_POSITION = re.compile(
+    r"\b(?:the|its|this)\s+(?P<position>first|second|third|fourth|fifth|last|final|penultimate|next-to-last|"
+    r"opening|concluding|closing)\s+(?:section|chapter|part)\b",
+    re.IGNORECASE,
+)
+# "the introduction of the LLaMA paper", "the conclusion says": parts every paper or report has, named without the
+# word "section" (only with a document or a verb after them, so "the introduction of the euro" stays factual).
+_PART_OF = re.compile(
+    r"\bthe\s+(?P<name>abstract|introduction|conclusions?|summary|methodology|discussion|limitations|"
+    r"acknowledge?ments|references|preface|overview)\s+(?:(?:of|in|to)\s+(?:the\s+|this\s+|its\s+|that\s+)?"
+    r"(?:[\w'-]+\s+){0,6}?(?:paper|report|document|article|chapter|book|guide|manual|thesis|study|"
+    r"specification|reference|standard|proposal)\b|(?:say|says|said|state|states|claim|claims|conclude|"
+    r"concludes|describe|describes|mention|mentions)\b)",
+    re.IGNORECASE,
+)
+_POSITIONS = {
+    "first": 1, "opening": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+    "last": -1, "final": -1, "closing": -1, "concluding": -1, "penultimate": -2, "next-to-last": -2,
+}  # fmt: skip
 _CODE_TOKEN = re.compile(
     r"(__\w+__|\b\w+\.\w+\(|\b\w+\(\)|\b[A-Z]{1,5}-?\d{2,}\b|\b0x[0-9A-Fa-f]+\b|(?<!\w)--?[a-z][\w-]*|\*\*?\w+|"
     r"\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\.\w+\b|[<>=!]=|->|::)"
@@ -102,18 +132,35 @@ class RuleResult:
 
 
 def structural_reference(query: str) -> dict[str, Any] | None:
-    """The first structural reference in ``query``: ``{"kind": "section", "ref": "3.2"}`` or
-    ``{"kind": "section", "name": "methodology"}``; ``None`` when there is none."""
+    """The first structural reference in ``query``, or ``None`` when there is none.
+
+    By number: ``{"kind": "section", "ref": "3.2"}`` ("Section 3.2", "Table 2", "Appendix B"); by name:
+    ``{"kind": "section", "name": "resolution of names"}`` ("the section on resolution of names", "the
+    methodology section", "the introduction of the paper"); by position: ``{"kind": "section", "position": -1}``
+    ("the last chapter"; 1 is the first section, -1 the last). "The concluding section" carries both a name and
+    a position: the retriever takes a section so named, else the position.
+    """
     match = _NUMBERED_REF.search(query)
     if match:
         kind = match.group("kind").lower().rstrip(".")
         kind = {"sect": "section", "§": "section", "fig": "figure"}.get(kind, kind)
         return {"kind": kind, "ref": match.group("ref"), "text": match.group(0)}
-    for pattern in (_HEADING, _NAMED_SECTION, _NAMED_PART):
+    match = _POSITION.search(query)
+    if match:
+        word = match.group("position").lower()
+        found: dict[str, Any] = {"kind": "section", "position": _POSITIONS[word], "text": match.group(0)}
+        if word in ("concluding", "closing"):
+            found["name"] = "conclusion"
+        return found
+    for pattern in (_HEADING, _SECTION_ON, _NAMED_SECTION, _NAMED_PART, _PART_OF):
         match = pattern.search(query)
         if match:
-            name = match.group("name").strip().lower()
-            return {"kind": "section", "name": name, "text": match.group(0)}
+            name = " ".join(match.group("name").split()).lower()
+            if name.startswith("the "):
+                name = name[4:]
+            # "the conclusion of the LLaMA paper": the reference is "the conclusion"; the rest names the document
+            end = match.end("name") if pattern is _PART_OF else match.end()
+            return {"kind": "section", "name": name, "text": query[match.start() : end]}
     return None
 
 

@@ -1,0 +1,65 @@
+"""Put the chunks a structural reference resolved to at the head of the final list."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component
+
+_MARK = {"via": "structural", "parent_id": None}
+
+
+def is_structural(doc: Document) -> bool:
+    """Whether the section channel found ``doc`` through the query's structural reference."""
+    tree = doc.meta.get("section_tree")
+    return isinstance(tree, dict) and tree.get("via") == "structural"
+
+
+@component
+class StructuralFirst:
+    """Moves the chunks of the section a query names ("Section 3.2", "the section on ...", "the last chapter",
+    "Table 2") to the head of the final list, after fusion, MMR and reranking have ordered it.
+
+    Fusion weighs the section channel against the others and a reranker reorders by text similarity alone, so
+    the section the user named can otherwise end up fourth. The structural chunks come from the section
+    channel's own list (``meta["section_tree"]["via"] == "structural"``), in that list's order (the channel ranks
+    them for the reference: a table's caption chunk first, then by similarity), at most ``max_first``, the final
+    list's copy of a document kept when it has one, each marked ``meta["section_tree"]["via"] = "structural"``;
+    the list keeps its length. Without a structural match the list passes unchanged.
+
+    Usage::
+
+        first = StructuralFirst(max_first=3)
+        out = first.run(documents=ranked, structural=section_channel_documents)
+        out["documents"][0].meta["section_tree"]["via"]   # "structural"
+    """
+
+    def __init__(self, max_first: int = 3) -> None:
+        """
+        :param max_first: structural chunks placed first at most (the rest keep their ranked places).
+        """
+        if max_first < 1:
+            msg = f"max_first must be >= 1, got {max_first}"
+            raise ValueError(msg)
+        self.max_first = max_first
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document], structural: list[Document] | None = None) -> dict[str, Any]:
+        """Reorder ``documents`` so that the structural matches in ``structural`` lead.
+
+        :param documents: the ranked final list.
+        :param structural: the section channel's documents (``None`` when it was skipped or failed).
+        """
+        matched = [d for d in structural or [] if is_structural(d)]
+        if not matched or not documents:
+            return {"documents": documents}
+        # The channel's order: its structural hits are ranked for the reference (a table's caption chunk first,
+        # then by similarity); the final list's copy of a document is kept, with its fusion provenance.
+        final = {d.id: d for d in documents}
+        lead = [final.get(d.id, d) for d in matched[: self.max_first]]
+        lead_ids = {d.id for d in lead}
+        # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.
+        lead = [d if is_structural(d) else replace(d, meta={**d.meta, "section_tree": _MARK}) for d in lead]
+        rest = [d for d in documents if d.id not in lead_ids]
+        return {"documents": (lead + rest)[: max(len(documents), len(lead))]}
