@@ -214,3 +214,21 @@ def test_sqlite_refuses_a_file_of_another_schema_version(tmp_path: Path) -> None
         SQLiteGraphStore(path=str(path)).chunk_count()
     with pytest.raises(ValueError, match="path"):
         SQLiteGraphStore(path=" ")
+
+
+def test_subgraph_reads_the_bounded_entity_chunk_entity_neighbourhood(graph: GraphStore) -> None:
+    graph.replace_chunks(
+        [
+            chunk("c1", "d1", m("paris", 3.0, "title"), m("france"), m("seine", 2.0)),
+            chunk("c2", "d1", m("paris", 1.0), m("france")),
+            chunk("c3", "d2", m("berlin", 3.0, "title"), m("germany")),
+            chunk("c4", "d3", m("germany", 2.0), m("europe")),
+        ]
+    )
+    sub = graph.subgraph(["paris"], limit=1)  # paris's heaviest chunk only, with all its mentions
+    assert sorted(sub.mentions) == [("france", "c1", 1.0), ("paris", "c1", 3.0), ("seine", "c1", 2.0)]
+    assert sub.df == {"paris": 2, "france": 2, "seine": 1}  # the whole graph's counts
+    both = graph.subgraph(["paris"], ["c3"], limit=5)
+    assert {c for _, c, _ in both.mentions} == {"c1", "c2", "c3"}
+    assert ("germany", "c3", 1.0) in both.mentions and both.df["germany"] == 2
+    assert graph.subgraph(["nowhere"]).mentions == () and graph.subgraph([], []).df == {}

@@ -19,7 +19,7 @@ INTENTS: tuple[str, ...] = (
     "relational",
     "summary",
 )
-CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph_global")
+CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph_global", "graph_ppr")
 
 # Calibrated by scripts/calibrate_profiles.py (coordinate search per intent on the training split, checked
 # on held-out questions; objective full@10 + 0.5 MRR, held-out 1.380 -> 1.394). Reproduce with:
@@ -27,49 +27,98 @@ CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph
 #     --write --json calibrate.json
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     "analytical": {
-        "weights": {"dense": 0.333, "graph_global": 0.0, "graph_local": 0.167, "section": 0.278, "sparse": 0.222},
+        "weights": {
+            "dense": 0.333,
+            "graph_global": 0.0,
+            "graph_local": 0.167,
+            "section": 0.278,
+            "sparse": 0.222,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 40,
         "mmr_lambda": 1.0,
         "rerank": True,
     },
     "contextual": {
-        "weights": {"dense": 0.357, "graph_global": 0.0, "graph_local": 0.0, "section": 0.643, "sparse": 0.0},
+        "weights": {
+            "dense": 0.357,
+            "graph_global": 0.0,
+            "graph_local": 0.0,
+            "section": 0.643,
+            "sparse": 0.0,
+            "graph_ppr": 0.0,
+        },
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.8,
         "rerank": True,
     },
     "factual": {
-        "weights": {"dense": 0.467, "graph_global": 0.0, "graph_local": 0.067, "section": 0.0, "sparse": 0.467},
+        "weights": {
+            "dense": 0.467,
+            "graph_global": 0.0,
+            "graph_local": 0.067,
+            "section": 0.0,
+            "sparse": 0.467,
+            "graph_ppr": 0.0,
+        },
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.85,
         "rerank": False,
     },
     "keyword": {
-        "weights": {"dense": 0.15, "graph_global": 0.0, "graph_local": 0.25, "section": 0.0, "sparse": 0.6},
+        "weights": {
+            "dense": 0.15,
+            "graph_global": 0.0,
+            "graph_local": 0.25,
+            "section": 0.0,
+            "sparse": 0.6,
+            "graph_ppr": 0.0,
+        },
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.9,
         "rerank": False,
     },
     "opinion": {
-        "weights": {"dense": 0.4, "graph_global": 0.3, "graph_local": 0.0, "section": 0.15, "sparse": 0.15},
+        "weights": {
+            "dense": 0.4,
+            "graph_global": 0.3,
+            "graph_local": 0.0,
+            "section": 0.15,
+            "sparse": 0.15,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 50,
         "mmr_lambda": 0.5,
         "rerank": False,
     },
     "relational": {
-        "weights": {"dense": 0.375, "graph_global": 0.0, "graph_local": 0.625, "section": 0.0, "sparse": 0.0},
+        "weights": {
+            "dense": 0.263,
+            "graph_global": 0.0,
+            "graph_local": 0.437,
+            "section": 0.0,
+            "sparse": 0.0,
+            "graph_ppr": 0.3,
+        },
         "top_k": 15,
         "fetch_k": 50,
         "mmr_lambda": 0.75,
         "rerank": False,
     },
     "summary": {
-        "weights": {"dense": 0.25, "graph_global": 0.0, "graph_local": 0.0, "section": 0.75, "sparse": 0.0},
+        "weights": {
+            "dense": 0.25,
+            "graph_global": 0.0,
+            "graph_local": 0.0,
+            "section": 0.75,
+            "sparse": 0.0,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 40,
         "mmr_lambda": 0.5,
