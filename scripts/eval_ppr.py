@@ -162,8 +162,10 @@ def main() -> None:
     print(f"{'router (no graph_ppr)':58s} {hop_table(fused_rows(router_only))}")
     shares = [float(s) for s in args.ppr_weight.split(",")]
     for setting in parse_grid(args.grid):
-        params = {k: (int(v) if k in ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop") else v)
-                  for k, v in setting.items()}
+        params = {
+            k: (int(v) if k in ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop") else v)
+            for k, v in setting.items()
+        }
         ppr = GraphPPRRetriever.from_dict(base.to_dict())
         for k, v in params.items():
             setattr(ppr, k, v)
