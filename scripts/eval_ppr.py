@@ -19,6 +19,7 @@ entity seeds; precision = share of seeds that are such an entity or the title (o
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
 import logging
@@ -37,7 +38,7 @@ from haystack import Document
 from components.indexing.entity_extractor import normalise_key, title_aliases
 from components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from components.stores.qdrant_store import release_all_clients
-from pipelines.eval_data import EvalSet, Question, load_jsonl, load_wiki2
+from pipelines.eval_data import EvalSet, Question, load_hotpot, load_jsonl, load_wiki2
 from pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
 from pipelines.eval_systems import AdaptiveSystem, eval_folder
 
@@ -87,8 +88,9 @@ def named_entities(question: dict[str, Any]) -> set[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", action="append", required=True, help="JSONL corpus; repeatable")
-    parser.add_argument("--questions", required=True)
+    parser.add_argument("--corpus", action="append", default=[], help="JSONL corpus; repeatable")
+    parser.add_argument("--questions")
+    parser.add_argument("--hotpot", help="HotpotQA folder instead of --corpus/--questions")
     parser.add_argument("--wiki2", help="2WikiMultihopQA corpus.json (or its folder) as distractors")
     parser.add_argument("--name", default=None)
     parser.add_argument("--split", choices=("all", "train", "held-out"), default="train")
@@ -101,18 +103,24 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    evalset = load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).stem)
+    if args.hotpot:
+        evalset = load_hotpot(args.hotpot)
+    elif args.corpus and args.questions:
+        evalset = load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).stem)
+    else:
+        raise SystemExit("Give --hotpot, or --corpus and --questions.")
     if args.wiki2:
         evalset = evalset.with_distractors(load_wiki2(args.wiki2))
     if args.split != "all":
         train, held = evalset.split(args.held_out, args.seed)
         evalset = EvalSet(evalset.name, evalset.passages, train if args.split == "train" else held)
     raw = {}
-    with open(args.questions, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                raw[str(row["id"])] = row
+    if args.questions:
+        with open(args.questions, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    raw[str(row["id"])] = row
     titles = {p.id: p.title for p in evalset.passages}
 
     adaptive = AdaptiveSystem(eval_folder(Path(args.root), evalset.name) / "adaptive")
@@ -166,7 +174,7 @@ def main() -> None:
             k: (int(v) if k in ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop") else v)
             for k, v in setting.items()
         }
-        ppr = GraphPPRRetriever.from_dict(base.to_dict())
+        ppr = copy.copy(base)
         for k, v in params.items():
             setattr(ppr, k, v)
         started = time.perf_counter()
@@ -198,7 +206,7 @@ def main() -> None:
 
     if args.linking:
         ppr = base
-        exact_only = GraphPPRRetriever.from_dict(base.to_dict())
+        exact_only = copy.copy(base)
         exact_only.partial_weight = 0.0
         for name, retriever in (("exact", exact_only), ("exact+partial", ppr)):
             named_hit = named_total = seed_good = seed_total = 0

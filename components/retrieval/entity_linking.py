@@ -24,9 +24,18 @@ from components.retrieval.graph_local_retriever import query_entity_candidates
 from components.stores.graph_store import GraphStore, idf
 
 
-def link_exact(graph_store: GraphStore, query: str, total: int, max_ngram: int = 8) -> dict[str, float]:
-    """Entities named in the query with strength ``idf`` (half for a match inside a longer match)."""
-    candidates = query_entity_candidates(query, max_ngram)
+def link_exact(
+    graph_store: GraphStore,
+    query: str,
+    total: int,
+    max_ngram: int = 8,
+    candidates: dict[str, tuple[int, int]] | None = None,
+) -> dict[str, float]:
+    """Entities named in the query with strength ``idf`` (half for a match inside a longer match).
+
+    :param candidates: the query's n-grams from :func:`query_entity_candidates`, when already computed.
+    """
+    candidates = candidates if candidates is not None else query_entity_candidates(query, max_ngram)
     found = graph_store.find_entities(candidates)
     spans = {key: candidates[key] for key in found}
     seeds: dict[str, float] = {}
@@ -44,6 +53,7 @@ def link_partial(
     exact: dict[str, float] | None = None,
     max_ngram: int = 8,
     max_span_df: int = 20,
+    candidates: dict[str, tuple[int, int]] | None = None,
 ) -> dict[str, float]:
     """Entities of ``context`` whose first or last words appear in the query as a whole n-gram.
 
@@ -53,8 +63,9 @@ def link_partial(
     :param df: chunk counts of the ``context`` entities.
     :param exact: the exact links already found: an n-gram that is itself an entity mentioned in more than
         ``max_span_df`` chunks ("university", "john") is too common to stand for a longer name.
+    :param candidates: the query's n-grams from :func:`query_entity_candidates`, when already computed.
     """
-    grams = query_entity_candidates(query, max_ngram)
+    grams = candidates if candidates is not None else query_entity_candidates(query, max_ngram)
     exact = exact or {}
     stop = stopwords()
     common = idf(max_span_df, total)

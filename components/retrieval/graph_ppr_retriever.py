@@ -47,7 +47,8 @@ from scipy import sparse
 
 from components.retrieval.channel import channel_enabled, search_or_none
 from components.retrieval.entity_linking import link_exact, link_partial
-from components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters, idf
+from components.retrieval.graph_local_retriever import query_entity_candidates
+from components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
 from components.stores.qdrant_store import store_from_init_parameters
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ class _Graph:
         rows = np.fromiter((e_index[e] for e, _ in mentions), dtype=np.int64, count=len(mentions))
         cols = np.fromiter((c_index[c] for _, c in mentions), dtype=np.int64, count=len(mentions))
         weight = np.fromiter(mentions.values(), dtype=np.float64, count=len(mentions))
-        specificity = np.array([idf(df.get(e, 1), total) for e in self.entities])
+        dfs = np.maximum(np.fromiter((df.get(e, 1) for e in self.entities), dtype=np.float64, count=n_e), 1.0)
+        specificity = np.log1p(max(total, 1) / dfs)  # idf, as graph_store.idf
         # chunk -> entity: by weight x idf, normalised over the chunk's (complete) mentions.
         ce = weight * specificity[rows]
         out_c = np.bincount(cols, weights=ce, minlength=n_c)
@@ -85,7 +87,6 @@ class _Graph:
         # weight of the ones seen): mass bound for chunks outside the subgraph leaks away.
         seen_w = np.bincount(rows, weights=weight, minlength=n_e)
         seen_n = np.bincount(rows, minlength=n_e)
-        dfs = np.array([max(df.get(e, 1), 1) for e in self.entities], dtype=np.float64)
         out_e = np.maximum(seen_w, seen_w / np.maximum(seen_n, 1) * dfs)
         self.to_chunk = sparse.csr_matrix((weight / out_e[rows], (cols, rows)), shape=(n_c, n_e))
 
@@ -222,7 +223,8 @@ class GraphPPRRetriever:
         total = self.graph_store.chunk_count()
         if total <= 0:
             return Walk({}, {}, {}, {})
-        exact = link_exact(self.graph_store, query, total, self.max_ngram) if query.strip() else {}
+        grams = query_entity_candidates(query, self.max_ngram) if query.strip() else {}
+        exact = link_exact(self.graph_store, query, total, candidates=grams) if grams else {}
         seeds = dict(sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_seeds])
         mentions: dict[tuple[str, str], float] = {}
         df: dict[str, int] = {}
@@ -236,7 +238,7 @@ class GraphPPRRetriever:
         grow(self.graph_store.subgraph(seeds, hits, limit=self.chunks_per_entity))
         expanded.update(seeds)
         # Partial names read against what the seeds and hits mention; their chunks join the subgraph.
-        partial = link_partial(query, df, df, total, exact, self.max_ngram) if self.partial_weight > 0 else {}
+        partial = link_partial(query, df, df, total, exact, candidates=grams) if self.partial_weight > 0 else {}
         partial = {k: self.partial_weight * s for k, s in partial.items()}
         new = sorted(set(partial) - expanded)
         if new:
