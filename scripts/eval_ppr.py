@@ -43,6 +43,7 @@ from pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
 from pipelines.eval_systems import AdaptiveSystem, eval_folder
 
 ROOT = Path(__file__).resolve().parents[1]
+INTEGER_SETTINGS = ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop", "candidate_pool", "max_seeds")
 
 
 @dataclass
@@ -170,10 +171,7 @@ def main() -> None:
     print(f"{'router (no graph_ppr)':58s} {hop_table(fused_rows(router_only))}")
     shares = [float(s) for s in args.ppr_weight.split(",")]
     for setting in parse_grid(args.grid):
-        params = {
-            k: (int(v) if k in ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop") else v)
-            for k, v in setting.items()
-        }
+        params = {k: (int(v) if k in INTEGER_SETTINGS else v) for k, v in setting.items()}
         ppr = copy.copy(base)
         for k, v in params.items():
             setattr(ppr, k, v)
