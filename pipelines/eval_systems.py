@@ -223,7 +223,7 @@ class StockSystems:
 
 def without_channels(text: str, channels: list[str] | tuple[str, ...]) -> str:
     """Query-pipeline YAML with retrieval ``channels`` removed: their components, every connection to or from
-    them, and their inputs on the joiner (the other channels' weights are renormalised there as usual)."""
+    them, their inputs on the joiner and their weights in the router's profiles (renormalised per intent)."""
     from haystack.marshal import YamlMarshaller
 
     data = YamlMarshaller().unmarshal(text)
@@ -243,6 +243,13 @@ def without_channels(text: str, channels: list[str] | tuple[str, ...]) -> str:
         params = component.get("init_parameters") or {}
         if component.get("type", "").endswith("WeightedRRFJoiner") and params.get("channels"):
             params["channels"] = [c for c in params["channels"] if c not in drop]
+        # The router's profiles lose the channel and are renormalised per intent, so that soft routing mixes
+        # exactly the profiles a pipeline without the channel would have.
+        for profile in (params.get("profiles") or {}).values():
+            weights = {c: w for c, w in profile["weights"].items() if c not in drop}
+            total = sum(weights.values())
+            if total > 0:
+                profile["weights"] = {c: w / total for c, w in weights.items()}
     return YamlMarshaller().marshal(data)
 
 

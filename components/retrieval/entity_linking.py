@@ -17,11 +17,14 @@ Usage::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from components.indexing.entity_extractor import stopwords
+from components.indexing.entity_extractor import normalise_key, stopwords
 from components.retrieval.graph_local_retriever import query_entity_candidates
 from components.stores.graph_store import GraphStore, idf
+
+_NAME_WORD = re.compile(r"\b[A-Z0-9][\w'’.\-]*")
 
 
 def link_exact(
@@ -55,7 +58,8 @@ def link_partial(
     max_span_df: int = 20,
     candidates: dict[str, tuple[int, int]] | None = None,
 ) -> dict[str, float]:
-    """Entities of ``context`` whose first or last words appear in the query as a whole n-gram.
+    """Entities of ``context`` whose first or last words appear in the query as a whole n-gram written as a name
+    (every word capitalised or a number: "Reznor", not "company").
 
     Strength ``idf(entity) · matched words / entity words``; the longest match of each entity counts.
 
@@ -68,6 +72,7 @@ def link_partial(
     grams = candidates if candidates is not None else query_entity_candidates(query, max_ngram)
     exact = exact or {}
     stop = stopwords()
+    named = {normalise_key(w) for w in _NAME_WORD.findall(query)}
     common = idf(max_span_df, total)
     out: dict[str, float] = {}
     for key in context:
@@ -79,6 +84,8 @@ def link_partial(
             for span in (words[:i], words[-i:]):
                 text = " ".join(span)
                 if text not in grams or all(w in stop for w in span) or len(text.replace(" ", "")) < 4:
+                    continue
+                if not all(w in named or w in stop for w in span):
                     continue
                 if text in exact and exact[text] < common:
                     continue
