@@ -133,6 +133,8 @@ class GraphPPRRetriever:
         ``seed_hits`` 5 (10 hits scored lower: 0.429).
     :param candidate_pool: walk-ranked chunks fetched and re-scored, as a multiple of ``top_k``.
     :param max_ngram: longest query n-gram matched against entity names.
+    :param max_top_k: the most chunks returned whatever ``top_k`` the router asks for (a retry doubles it): the
+        channel nominates its few best multi-hop candidates rather than a long, mostly similarity-ordered tail.
     """
 
     channel = "graph_ppr"
@@ -156,11 +158,12 @@ class GraphPPRRetriever:
         similarity_weight: float = 0.9,
         candidate_pool: int = 2,
         max_ngram: int = 8,
+        max_top_k: int = 10,
     ) -> None:
         if not isinstance(graph_store, GraphStore):
             msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
             raise TypeError(msg)
-        if min(top_k, max_seeds, chunks_per_entity, hops, iterations, candidate_pool, max_ngram) < 1:
+        if min(top_k, max_seeds, chunks_per_entity, hops, iterations, candidate_pool, max_ngram, max_top_k) < 1:
             msg = "top_k, max_seeds, chunks_per_entity, hops, iterations, candidate_pool and max_ngram must be >= 1"
             raise ValueError(msg)
         if not 0.0 < restart < 1.0 or not 0.0 <= similarity_weight <= 1.0:
@@ -183,6 +186,7 @@ class GraphPPRRetriever:
         self.similarity_weight = similarity_weight
         self.candidate_pool = candidate_pool
         self.max_ngram = max_ngram
+        self.max_top_k = max_top_k
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with both stores' own dictionaries."""
@@ -205,6 +209,7 @@ class GraphPPRRetriever:
             similarity_weight=self.similarity_weight,
             candidate_pool=self.candidate_pool,
             max_ngram=self.max_ngram,
+            max_top_k=self.max_top_k,
         )
 
     @classmethod
@@ -341,6 +346,7 @@ class GraphPPRRetriever:
         if top_k < 1:
             msg = f"top_k must be >= 1, got {top_k}"
             raise ValueError(msg)
+        top_k = min(top_k, self.max_top_k)
 
         def search() -> list[Document]:
             return self.retrieve(query, query_embedding, top_k, nearest, lexical)

@@ -25,18 +25,20 @@ CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph
 # on held-out questions; objective full@10 + 0.5 MRR, held-out 1.380 -> 1.394). Reproduce with:
 # python scripts/calibrate_profiles.py --hotpot ../shared/data/hotpotqa100 --aragog ../shared/data/aragog \
 #     --write --json calibrate.json
-# graph_ppr (issue 18) then took a share of the weights with the others scaled down in proportion (so without it
-# the profiles are the calibrated ones): 0.35 for relational (the share that fused best on MuSiQue's training
-# split, scripts/eval_ppr.py) and 0.2 for factual and analytical, where multi-hop questions are also routed.
+# graph_ppr (issue 18) is in every profile at weight 0: measured on MuSiQue's training split through the whole
+# pipeline (scripts/evaluate.py --split train --drop-channel graph_ppr), every share tried (relational 0.1 to 0.35)
+# lowered full@10 (0.414 to 0.457, against 0.514 without the channel), although the channel lifts the
+# fused list before MMR and the gate (scripts/eval_ppr.py). Give it a weight in YAML to use it; a gate retry asks
+# it through the escalation floor.
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     "analytical": {
         "weights": {
-            "dense": 0.266,
+            "dense": 0.333,
             "graph_global": 0.0,
-            "graph_local": 0.134,
-            "section": 0.222,
-            "sparse": 0.178,
-            "graph_ppr": 0.2,
+            "graph_local": 0.167,
+            "section": 0.278,
+            "sparse": 0.222,
+            "graph_ppr": 0.0,
         },
         "top_k": 15,
         "fetch_k": 40,
@@ -59,12 +61,12 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
     "factual": {
         "weights": {
-            "dense": 0.374,
+            "dense": 0.467,
             "graph_global": 0.0,
-            "graph_local": 0.054,
+            "graph_local": 0.067,
             "section": 0.0,
-            "sparse": 0.373,
-            "graph_ppr": 0.2,
+            "sparse": 0.467,
+            "graph_ppr": 0.0,
         },
         "top_k": 10,
         "fetch_k": 30,
@@ -101,12 +103,12 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
     "relational": {
         "weights": {
-            "dense": 0.244,
+            "dense": 0.375,
             "graph_global": 0.0,
-            "graph_local": 0.406,
+            "graph_local": 0.625,
             "section": 0.0,
             "sparse": 0.0,
-            "graph_ppr": 0.35,
+            "graph_ppr": 0.0,
         },
         "top_k": 15,
         "fetch_k": 50,
