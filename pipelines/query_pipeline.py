@@ -43,9 +43,13 @@ def build_query_pipeline(
     precision: str = "int8",
     profiles: dict[str, dict[str, Any]] | None = None,
     graph_store: GraphStore | None = None,
+    graph_ppr: bool = False,
 ) -> Pipeline:
     """Build the query pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``) and
-    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder)."""
+    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
+
+    ``graph_ppr=True`` adds the personalised-PageRank channel (``yaml/query_ppr.yaml``); it is opt-in because
+    through the whole pipeline it lowered full@10 on MuSiQue (README, "Personalised PageRank")."""
     store = store or make_store()
     graph_store = graph_store or make_graph_store(qdrant_path=store.path)
     p = Pipeline()
@@ -57,8 +61,10 @@ def build_query_pipeline(
     p.add_component("section", SectionTreeRetriever(document_store=store))
     p.add_component("graph_local", GraphLocalRetriever(graph_store=graph_store, document_store=store))
     p.add_component("graph_global", GraphGlobalRetriever(graph_store=graph_store, document_store=store))
-    p.add_component("graph_ppr", GraphPPRRetriever(graph_store=graph_store, document_store=store))
-    p.add_component("joiner", WeightedRRFJoiner(channels=CHANNELS, k=FUSION_K))
+    channels = [c for c in CHANNELS if graph_ppr or c != "graph_ppr"]
+    if graph_ppr:
+        p.add_component("graph_ppr", GraphPPRRetriever(graph_store=graph_store, document_store=store))
+    p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))
     p.add_component("mmr", MMRSelector())
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision))
     p.add_component("gate", QualityGate())
@@ -72,13 +78,14 @@ def build_query_pipeline(
     # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
     p.connect("dense.documents", "graph_local.nearest")
     p.connect("query_embedder.embedding", "graph_global.query_embedding")
-    # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
-    p.connect("query_embedder.embedding", "graph_ppr.query_embedding")
-    p.connect("dense.documents", "graph_ppr.nearest")
-    p.connect("sparse.documents", "graph_ppr.lexical")
+    if graph_ppr:
+        # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
+        p.connect("query_embedder.embedding", "graph_ppr.query_embedding")
+        p.connect("dense.documents", "graph_ppr.nearest")
+        p.connect("sparse.documents", "graph_ppr.lexical")
     p.connect("query_embedder.embedding", "mmr.query_embedding")
     p.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")
-    for channel in CHANNELS:
+    for channel in channels:
         p.connect("router.weights", f"{channel}.weights")
         p.connect("router.fetch_k", f"{channel}.top_k")
         p.connect(f"{channel}.documents", f"joiner.{channel}")

@@ -138,18 +138,26 @@ def test_skip_at_zero_weight_and_fail_soft(index: Index) -> None:
     assert retriever.run(query=QUERY)["documents"] is None
 
 
-def test_the_query_pipeline_wires_the_channel(tmp_path: Path) -> None:
-    from components.routing.profiles import DEFAULT_PROFILES
+def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None:
+    from components.routing.profiles import DEFAULT_PROFILES, PPR_SHARES, default_profiles, with_channel_share
+    from pipelines.eval_systems import without_channels
     from pipelines.query_pipeline import CHANNELS, build_query_pipeline
     from pipelines.yaml_io import dumps_pipeline, loads_pipeline
 
-    assert "graph_ppr" in CHANNELS
-    # Every profile names the channel (off by default: see the comment on DEFAULT_PROFILES).
-    assert all("graph_ppr" in profile["weights"] for profile in DEFAULT_PROFILES.values())
-    pipeline = build_query_pipeline(store=make_store(path=str(tmp_path / "qdrant")))
-    loaded = loads_pipeline(dumps_pipeline(pipeline), path=str(tmp_path / "other" / "qdrant"))
+    assert "graph_ppr" in CHANNELS and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
+    store = make_store(path=str(tmp_path / "qdrant"))
+    assert "graph_ppr" not in build_query_pipeline(store=store).get_component("joiner").channels  # opt-in
+    profiles = with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
+    assert max(profiles, key=lambda i: profiles[i]["weights"]["graph_ppr"]) == "relational"
+    pipeline = build_query_pipeline(store=store, graph_ppr=True, profiles=profiles)
+    text = dumps_pipeline(pipeline)
+    loaded = loads_pipeline(text, path=str(tmp_path / "other" / "qdrant"))
     ppr = loaded.get_component("graph_ppr")
     assert isinstance(ppr, GraphPPRRetriever)
     assert ppr.graph_store.path == str(tmp_path / "other" / "graph.sqlite")
     senders = {(s, r) for s, r, _ in loaded.graph.in_edges("graph_ppr", data="from_socket")}
     assert {("dense", "graph_ppr"), ("sparse", "graph_ppr")} <= senders
+    # Dropping the channel again gives back the default pipeline's profiles (up to rounding).
+    ablated = loads_pipeline(without_channels(text, ["graph_ppr"]), path=str(tmp_path / "q" / "qdrant"))
+    relational = ablated.get_component("router").profiles["relational"]["weights"]
+    assert abs(relational["graph_local"] - DEFAULT_PROFILES["relational"]["weights"]["graph_local"]) < 1e-3

@@ -25,11 +25,10 @@ CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph
 # on held-out questions; objective full@10 + 0.5 MRR, held-out 1.380 -> 1.394). Reproduce with:
 # python scripts/calibrate_profiles.py --hotpot ../shared/data/hotpotqa100 --aragog ../shared/data/aragog \
 #     --write --json calibrate.json
-# graph_ppr (issue 18) is in every profile at weight 0: measured on MuSiQue's training split through the whole
-# pipeline (scripts/evaluate.py --split train --drop-channel graph_ppr), every share tried (relational 0.1 to 0.35)
-# lowered full@10 (0.414 to 0.457, against 0.514 without the channel), although the channel lifts the
-# fused list before MMR and the gate (scripts/eval_ppr.py). Give it a weight in YAML to use it; a gate retry asks
-# it through the escalation floor.
+# graph_ppr (issue 18) weighs 0 here; yaml/query_ppr.yaml (the opt-in pipeline with the channel) gives it
+# PPR_SHARES. Measured on MuSiQue's training split through the whole pipeline (scripts/evaluate.py --split train
+# --drop-channel graph_ppr), every share tried (relational 0.1 to 0.35) lowered full@10 (0.414 to 0.457, against
+# 0.514 without the channel), although the channel lifts the fused list before MMR and the gate (eval_ppr.py).
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     "analytical": {
         "weights": {
@@ -131,7 +130,28 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
+#: graph_ppr's share per intent in yaml/query_ppr.yaml: the share that fused best on MuSiQue's training split
+#: (scripts/eval_ppr.py) for relational, less where multi-hop questions are also routed.
+PPR_SHARES: dict[str, float] = {"relational": 0.35, "factual": 0.2, "analytical": 0.2}
+
 _REQUIRED = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
+
+
+def with_channel_share(
+    profiles: dict[str, dict[str, Any]], channel: str, shares: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """A copy of ``profiles`` where ``channel`` takes ``shares[intent]`` of each listed intent's weights, the
+    other channels scaled down in proportion (so dropping the channel again gives back the same profile)."""
+    out = copy.deepcopy(profiles)
+    for intent, share in shares.items():
+        weights = out[intent]["weights"]
+        rest = {c: float(w) for c, w in weights.items() if c != channel}
+        total = sum(rest.values()) or 1.0
+        out[intent]["weights"] = {
+            **{c: round(w * (1 - share) / total, 4) for c, w in rest.items()},
+            channel: share,
+        }
+    return out
 
 
 def default_profiles() -> dict[str, dict[str, Any]]:
