@@ -94,7 +94,18 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
 
         # A second run over the same corpus reuses both indexes.
         release_all_clients()
-        again = evaluate.main([*args, "--systems", "stock_hybrid_rrf,adaptive", "--drop-channel", "graph_ppr"])
+        # The opt-in pipeline with graph_ppr, and the same pipeline without it (= the default one) in the same run.
+        again = evaluate.main(
+            [
+                *args,
+                "--systems",
+                "stock_hybrid_rrf,adaptive",
+                "--query-yaml",
+                "query_ppr",
+                "--drop-channel",
+                "graph_ppr",
+            ]
+        )
         assert again["indexing"]["adaptive"]["cached"] is True and again["indexing"]["stock"]["cached"] is True
         assert again["systems"]["adaptive"]["recall@10"] == 1.0
         # The ablation runs the same index without the channel, in the same run, and gets its own row per type.
