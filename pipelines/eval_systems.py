@@ -221,6 +221,38 @@ class StockSystems:
         return passage_ranking(docs, PASSAGE_KEY), elapsed
 
 
+def without_channels(text: str, channels: list[str] | tuple[str, ...]) -> str:
+    """Query-pipeline YAML with retrieval ``channels`` removed: their components, every connection to or from
+    them, their inputs on the joiner and their weights in the router's profiles (renormalised per intent)."""
+    from haystack.marshal import YamlMarshaller
+
+    data = YamlMarshaller().unmarshal(text)
+    drop = set(channels)
+    unknown = drop - set(data["components"])
+    if unknown:
+        msg = f"No channel component(s) {sorted(unknown)} in the query pipeline"
+        raise ValueError(msg)
+    for name in drop:
+        del data["components"][name]
+    data["connections"] = [
+        c
+        for c in data["connections"]
+        if c["sender"].split(".", 1)[0] not in drop and c["receiver"].split(".", 1)[0] not in drop
+    ]
+    for component in data["components"].values():
+        params = component.get("init_parameters") or {}
+        if component.get("type", "").endswith("WeightedRRFJoiner") and params.get("channels"):
+            params["channels"] = [c for c in params["channels"] if c not in drop]
+        # The router's profiles lose the channel and are renormalised per intent, so that soft routing mixes
+        # exactly the profiles a pipeline without the channel would have.
+        for profile in (params.get("profiles") or {}).values():
+            weights = {c: w for c, w in profile["weights"].items() if c not in drop}
+            total = sum(weights.values())
+            if total > 0:
+                profile["weights"] = {c: w / total for c, w in weights.items()}
+    return YamlMarshaller().marshal(data)
+
+
 def _entry_joiner(pipeline: Pipeline) -> str:
     """Name of the indexing pipeline's ``DocumentJoiner`` that collects converted documents (the text entry)."""
     for name, instance in pipeline.walk():
@@ -315,14 +347,18 @@ class AdaptiveSystem:
         self.pipeline = self.load_query()
         return stats
 
-    def load_query(self, **overrides: Any) -> Pipeline:
-        """A fresh query pipeline over this index (``overrides``: extra store parameters)."""
-        from pipelines.yaml_io import load_pipeline
+    def load_query(self, drop_channels: tuple[str, ...] = (), **overrides: Any) -> Pipeline:
+        """A fresh query pipeline over this index (``overrides``: extra store parameters; ``drop_channels``:
+        retrieval channels removed, for an ablation in the same run)."""
+        from pipelines.yaml_io import loads_pipeline
 
         if self.store_path is None:
             msg = "Call index() first"
             raise ValueError(msg)
-        pipeline = load_pipeline(self.query_yaml, path=str(self.store_path), **overrides)
+        text = self.query_yaml.read_text(encoding="utf-8")
+        if drop_channels:
+            text = without_channels(text, drop_channels)
+        pipeline = loads_pipeline(text, path=str(self.store_path), **overrides)
         pipeline.warm_up()
         return pipeline
 

@@ -16,6 +16,7 @@ from components.models.text_embedder import OnnxTextEmbedder
 from components.ranking.late_interaction_ranker import LateInteractionRanker
 from components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from components.retrieval.graph_local_retriever import GraphLocalRetriever
+from components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from components.retrieval.section_tree_retriever import SectionTreeRetriever
 from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from components.routing.intent_router import IntentRouter
@@ -25,7 +26,7 @@ from components.stores.graph_store import GraphStore
 from pipelines.store_config import make_graph_store, make_store
 from pipelines.timing import stage_timings
 
-CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global"]
+CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global", "graph_ppr"]
 #: RRF constant of the query pipeline's joiner. Chosen on hotpotqa100's training split (evaluate.py --split train,
 #: k in 5/10/20/30/60: full@10 0.829/0.843/0.814/0.800/0.814) and checked on its held-out split (0.900 vs 0.833 at
 #: the textbook 60) and on ARAGOG (MRR 0.986 vs 0.983). A small k lets a bridge passage that only one channel
@@ -45,10 +46,14 @@ def build_query_pipeline(
     precision: str = "int8",
     profiles: dict[str, dict[str, Any]] | None = None,
     graph_store: GraphStore | None = None,
+    graph_ppr: bool = False,
 ) -> Pipeline:
     """Build the query pipeline over ``store`` (default: the server at
     ``$QDRANT_URL``, else embedded Qdrant Edge at ``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``) and
-    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder)."""
+    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
+
+    ``graph_ppr=True`` adds the personalised-PageRank channel (``yaml/query_ppr.yaml``); it is opt-in because
+    through the whole pipeline it lowered full@10 on MuSiQue (README, "Personalised PageRank")."""
     store = store or make_store()
     graph_store = graph_store or make_graph_store(qdrant_path=store.path)
     p = Pipeline()
@@ -60,7 +65,10 @@ def build_query_pipeline(
     p.add_component("section", SectionTreeRetriever(document_store=store))
     p.add_component("graph_local", GraphLocalRetriever(graph_store=graph_store, document_store=store))
     p.add_component("graph_global", GraphGlobalRetriever(graph_store=graph_store, document_store=store))
-    p.add_component("joiner", WeightedRRFJoiner(channels=CHANNELS, k=FUSION_K))
+    channels = [c for c in CHANNELS if graph_ppr or c != "graph_ppr"]
+    if graph_ppr:
+        p.add_component("graph_ppr", GraphPPRRetriever(graph_store=graph_store, document_store=store))
+    p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))
     p.add_component("mmr", MMRSelector())
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
     p.add_component("structural_first", StructuralFirst())
@@ -76,9 +84,14 @@ def build_query_pipeline(
     # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
     p.connect("dense.documents", "graph_local.nearest")
     p.connect("query_embedder.embedding", "graph_global.query_embedding")
+    if graph_ppr:
+        # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
+        p.connect("query_embedder.embedding", "graph_ppr.query_embedding")
+        p.connect("dense.documents", "graph_ppr.nearest")
+        p.connect("sparse.documents", "graph_ppr.lexical")
     p.connect("query_embedder.embedding", "mmr.query_embedding")
     p.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")
-    for channel in CHANNELS:
+    for channel in channels:
         p.connect("router.weights", f"{channel}.weights")
         p.connect("router.fetch_k", f"{channel}.top_k")
         p.connect(f"{channel}.documents", f"joiner.{channel}")

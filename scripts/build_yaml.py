@@ -1,4 +1,4 @@
-"""Write yaml/indexing.yaml and yaml/query.yaml from the Python builders (check the round trip).
+"""Write yaml/indexing.yaml, yaml/query.yaml and yaml/query_ppr.yaml from the Python builders (check the round trip).
 
 python scripts/build_yaml.py [--out yaml]
 """
@@ -9,10 +9,16 @@ import argparse
 import logging
 from pathlib import Path
 
+from components.routing.profiles import PPR_SHARES, default_profiles, with_channel_share
 from pipelines.indexing_pipeline import build_indexing_pipeline
 from pipelines.query_pipeline import build_query_pipeline
 from pipelines.store_config import make_store
 from pipelines.yaml_io import dump_pipeline, dumps_pipeline, loads_pipeline
+
+
+def ppr_profiles() -> dict:
+    """The default profiles with graph_ppr at its :data:`PPR_SHARES`."""
+    return with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
 
 
 def main() -> None:
@@ -25,6 +31,8 @@ def main() -> None:
     for name, pipeline in (
         ("indexing", build_indexing_pipeline(store)),
         ("query", build_query_pipeline(store)),
+        # The opt-in pipeline with the personalised-PageRank channel (issue 18).
+        ("query_ppr", build_query_pipeline(store, graph_ppr=True, profiles=ppr_profiles())),
     ):
         path = dump_pipeline(pipeline, Path(args.out) / f"{name}.yaml")
         text = path.read_text(encoding="utf-8")

@@ -4,6 +4,9 @@
     python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --wiki2 ../shared/data/wiki2_corpus
     python scripts/evaluate.py --aragog ../shared/data/aragog --json eval-aragog.json
     python scripts/evaluate.py --corpus a.jsonl --corpus b.jsonl --questions q.jsonl --json out.json
+    python scripts/evaluate.py --corpus ../shared/data/musique_dev100/corpus.jsonl \
+        --corpus ../shared/data/wiki2_corpus/corpus.json --questions ../shared/data/musique_dev100/questions.jsonl \
+        --name musique --systems stock_hybrid_rrf,adaptive --drop-channel graph_ppr
 
 Systems: stock_bm25, stock_dense, stock_hybrid_rrf, stock_hybrid_mmr (Haystack's InMemory retrievers,
 sentence-transformers embedders and diversity ranker on the packaged all-MiniLM-L6-v2) and adaptive
@@ -11,6 +14,10 @@ sentence-transformers embedders and diversity ranker on the packaged all-MiniLM-
 Per system: recall@5, recall@10, full@10, mrr, ndcg@10 over passage ids, p50/p95 wall ms per query (systems run
 in turn on each question, so load on the machine affects them alike), and the same per question type. For the
 adaptive system the routed intent of every question is tallied against the question type (confusion matrix).
+``--drop-channel C`` adds the system ``adaptive_no_C``: the same pipeline and index without channel ``C``, asked
+in the same run. Question types such as MuSiQue's 2hop/3hop/4hop get a compact full@10 / recall@10 table with
+the ratio to the stock RRF hybrid. A ``--corpus`` file ending in ``.json`` (or a folder holding ``corpus.json``)
+is a 2WikiMultihopQA-style ``[{title, text}]`` list added as distractors, exactly as ``--wiki2`` adds it.
 """
 
 from __future__ import annotations
@@ -46,7 +53,13 @@ def build_evalset(args: argparse.Namespace) -> EvalSet:
     if args.corpus or args.questions:
         if not (args.corpus and args.questions):
             raise SystemExit("--corpus and --questions go together.")
-        evalset = load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).stem)
+        jsonl = [c for c in args.corpus if str(c).endswith(".jsonl")]
+        if not jsonl:
+            raise SystemExit("--corpus needs at least one JSONL file ({id, title, text} per line).")
+        evalset = load_jsonl(jsonl, args.questions, name=args.name or Path(args.questions).stem)
+        for extra in (c for c in args.corpus if not str(c).endswith(".jsonl")):
+            # {title, text} lists have no ids: added like --wiki2 (ids from titles, titles already present skipped).
+            evalset = evalset.with_distractors(load_wiki2(extra))
     elif args.hotpot:
         evalset = load_hotpot(args.hotpot)
     else:
@@ -77,6 +90,7 @@ def evaluate(
     log: Any = print,
     split: str = "all",
     joiner_k: int | None = None,
+    drop_channels: list[str] | None = None,
 ) -> dict[str, Any]:
     """Index ``evalset`` for every system, ask every question of every system in turn, and aggregate."""
     unknown = sorted(set(systems) - set(ALL_SYSTEMS))
@@ -86,6 +100,7 @@ def evaluate(
     indexing: dict[str, Any] = {}
     stock = None
     adaptive = None
+    variants: dict[str, Any] = {}
     if any(s in STOCK_SYSTEMS for s in systems):
         stock = StockSystems(
             top_k=top_k, fetch_k=fetch_k, mmr_lambda=mmr_lambda, cache_dir=folder if use_cache else None
@@ -98,14 +113,21 @@ def evaluate(
         log(f"[index] adaptive: {len(evalset.passages)} passages ...")
         indexing[ADAPTIVE] = adaptive.index(evalset, force=not use_cache)
         log(f"[index] adaptive: {indexing[ADAPTIVE]}")
+        variants[ADAPTIVE] = adaptive.pipeline
+        for channel in drop_channels or []:
+            variants[f"{ADAPTIVE}_no_{channel}"] = adaptive.load_query(drop_channels=(channel,))
         if joiner_k is not None:
             # The RRF constant is a plain attribute of the joiner: sweep it without editing the YAML.
-            adaptive.pipeline.get_component("joiner").k = joiner_k
+            for pipeline in variants.values():
+                pipeline.get_component("joiner").k = joiner_k
+    elif drop_channels:
+        raise SystemExit("--drop-channel needs the adaptive system")
+    systems = [*systems, *(v for v in variants if v != ADAPTIVE)]
 
     def ask(system: str, question: str) -> tuple[list[str], float, dict[str, Any] | None]:
-        if system == ADAPTIVE:
+        if system in variants:
             assert adaptive is not None
-            return adaptive.search(question)
+            return adaptive.search(question, variants[system])
         assert stock is not None
         ranked, ms = stock.search(system, question)
         return ranked, ms, None
@@ -129,12 +151,13 @@ def evaluate(
             latencies[system].append(ms)
             entry: dict[str, Any] = {"top10": ranked[:10], "ms": round(ms, 2), **metrics}
             if result is not None:
-                confusion[q.type][result["intent"]] += 1
                 entry["intent"] = result["intent"]
                 entry["confidence"] = result["confidence"]
                 gate = result.get("gate") or {}
                 entry["attempts"] = len(gate.get("attempts") or [None])
                 entry["gate"] = gate.get("decision")
+            if result is not None and system == ADAPTIVE:
+                confusion[q.type][result["intent"]] += 1
                 for stage, value in result["timings_ms"].items():
                     stage_ms[stage].append(value)
             record["systems"][system] = entry
@@ -158,7 +181,26 @@ def evaluate(
         report["routing"] = {"confusion": {t: dict(c) for t, c in sorted(confusion.items())}}
         report["adaptive_stages"] = {stage: percentiles(v) for stage, v in stage_ms.items()}
     report["targets"] = targets(report["systems"])
+    report["by_hop"] = by_type_table(report["systems"])
     return report
+
+
+def by_type_table(systems: dict[str, Any], baseline: str = "stock_hybrid_rrf") -> dict[str, Any]:
+    """full@10 and recall@10 per question type (hop count on MuSiQue) for every system, with each system's full@10
+    relative to ``baseline`` per type and overall."""
+    table: dict[str, Any] = {}
+    for name, s in systems.items():
+        row: dict[str, Any] = {"all": {"full@10": s["full@10"], "recall@10": s["recall@10"], "n": s["n"]}}
+        for qtype, entry in s["by_type"].items():
+            row[qtype] = {"full@10": entry["full@10"], "recall@10": entry["recall@10"], "n": entry["n"]}
+        if baseline in systems and name != baseline:
+            base = systems[baseline]
+            bases = {"all": base, **base["by_type"]}
+            for key, cell in row.items():
+                b = bases.get(key, {}).get("full@10")
+                cell["full@10_vs_" + baseline] = cell["full@10"] / b if b else None
+        table[name] = row
+    return table
 
 
 def targets(systems: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +256,26 @@ def markdown(report: dict[str, Any]) -> str:
                 entry = s["by_type"].get(qtype)
                 if entry:
                     lines.append(f"| {name} | " + " | ".join(f"{entry[m]:.3f}" for m in METRICS) + " |")
+    by_hop = report.get("by_hop") or {}
+    if len(types) > 1 and by_hop:
+        cols = ["all", *types]
+        lines += ["", "full@10 / recall@10 by question type (× stock_hybrid_rrf full@10):", ""]
+        lines.append("| system | " + " | ".join(f"{c} (n={by_hop[next(iter(by_hop))][c]['n']})" for c in cols) + " |")
+        lines.append("|" + "---|" * (len(cols) + 1))
+        for name, row in by_hop.items():
+            cells = []
+            for c in cols:
+                cell = row.get(c)
+                if not cell:
+                    cells.append("")
+                    continue
+                ratio = cell.get("full@10_vs_stock_hybrid_rrf")
+                extra = f" ({ratio:.2f}×)" if ratio is not None else ""
+                cells.append(f"{cell['full@10']:.3f} / {cell['recall@10']:.3f}{extra}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+        for name, s in report["systems"].items():
+            lines.append(f"p50 {name}: {s['p50_ms']:.0f} ms")
     if report.get("routing"):
         confusion = report["routing"]["confusion"]
         intents = sorted({i for row in confusion.values() for i in row})
@@ -236,7 +298,12 @@ def markdown(report: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", action="append", default=[], help="JSONL {id, title, text}; repeatable")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        help="JSONL {id, title, text}, or a .json [{title, text}] list (or its folder) as distractors; repeatable",
+    )
     parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type}")
     parser.add_argument("--name", help="name of a JSONL evaluation (default: the questions file's stem)")
     parser.add_argument("--hotpot", help="HotpotQA folder (corpus.json + questions.json)")
@@ -259,6 +326,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--query-yaml", default="query")
     parser.add_argument("--joiner-k", type=int, default=None, help="override the query pipeline's RRF constant")
     parser.add_argument("--indexing-yaml", default="indexing")
+    parser.add_argument(
+        "--drop-channel",
+        action="append",
+        default=[],
+        help="also ask the adaptive pipeline without this channel (system adaptive_no_<channel>); repeatable",
+    )
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
     parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
     parser.add_argument("--json", help="write the full report (with per-question results) here")
@@ -284,6 +357,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             log=lambda m: print(m, file=sys.stderr, flush=True),
             split=args.split,
             joiner_k=args.joiner_k,
+            drop_channels=args.drop_channel,
         )
     finally:
         # Close the local Qdrant clients while the interpreter is intact (and free the folder's lock).

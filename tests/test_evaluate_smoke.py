@@ -94,9 +94,25 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
 
         # A second run over the same corpus reuses both indexes.
         release_all_clients()
-        again = evaluate.main([*args, "--systems", "stock_bm25,adaptive"])
+        # The opt-in pipeline with graph_ppr, and the same pipeline without it (= the default one) in the same run.
+        again = evaluate.main(
+            [
+                *args,
+                "--systems",
+                "stock_hybrid_rrf,adaptive",
+                "--query-yaml",
+                "query_ppr",
+                "--drop-channel",
+                "graph_ppr",
+            ]
+        )
         assert again["indexing"]["adaptive"]["cached"] is True and again["indexing"]["stock"]["cached"] is True
         assert again["systems"]["adaptive"]["recall@10"] == 1.0
+        # The ablation runs the same index without the channel, in the same run, and gets its own row per type.
+        assert set(again["systems"]) == {"stock_hybrid_rrf", "adaptive", "adaptive_no_graph_ppr"}
+        by_hop = again["by_hop"]
+        assert set(by_hop["adaptive_no_graph_ppr"]) == {"all", "factual", "comparison"}
+        assert by_hop["adaptive"]["all"]["full@10_vs_stock_hybrid_rrf"] is not None
     finally:
         release_all_clients()
 
@@ -108,3 +124,17 @@ def test_evaluate_rejects_conflicting_sources(jsonl: tuple[Path, Path]) -> None:
         evaluate.main(["--corpus", str(corpus), "--questions", str(questions), "--hotpot", "x"])
     with pytest.raises(SystemExit, match="Unknown system"):
         evaluate.main(["--corpus", str(corpus), "--questions", str(questions), "--systems", "bogus"])
+
+
+def test_a_json_corpus_is_added_as_distractors(jsonl: tuple[Path, Path], tmp_path: Path) -> None:
+    evaluate = load_script()
+    corpus, questions = jsonl
+    extra = tmp_path / "wiki2.json"
+    extra.write_text(json.dumps([{"title": "Mount Etna", "text": "dup"}, {"title": "Lisbon", "text": "A city."}]))
+    args = evaluate.parse_args(["--corpus", str(corpus), "--corpus", str(extra), "--questions", str(questions)])
+    evalset = evaluate.build_evalset(args)
+    # The same passages --wiki2 would add: ids from titles, a title already in the corpus skipped.
+    assert [p.id for p in evalset.passages][-1] == "wiki2:Lisbon" and len(evalset.passages) == len(PASSAGES) + 1
+    assert evalset.name == "questions+1distractors"
+    with pytest.raises(SystemExit, match="JSONL"):
+        evaluate.build_evalset(evaluate.parse_args(["--corpus", str(extra), "--questions", str(questions)]))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stores.graph_store import ChunkEntities, Community, EntityMention, GraphStore
+from components.stores.graph_store import ChunkEntities, Community, EntityMention, GraphStore, GraphStoreBase
 from components.stores.neo4j_graph_store import Neo4jGraphStore
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
@@ -214,3 +214,25 @@ def test_sqlite_refuses_a_file_of_another_schema_version(tmp_path: Path) -> None
         SQLiteGraphStore(path=str(path)).chunk_count()
     with pytest.raises(ValueError, match="path"):
         SQLiteGraphStore(path=" ")
+
+
+def test_subgraph_reads_the_bounded_entity_chunk_entity_neighbourhood(graph: GraphStore) -> None:
+    graph.replace_chunks(
+        [
+            chunk("c1", "d1", m("paris", 3.0, "title"), m("france"), m("seine", 2.0)),
+            chunk("c2", "d1", m("paris", 1.0), m("france")),
+            chunk("c3", "d2", m("berlin", 3.0, "title"), m("germany")),
+            chunk("c4", "d3", m("germany", 2.0), m("europe")),
+        ]
+    )
+    sub = graph.subgraph(["paris"], limit=1)  # paris's heaviest chunk only, with all its mentions
+    assert sorted(sub.mentions) == [("france", "c1", 1.0), ("paris", "c1", 3.0), ("seine", "c1", 2.0)]
+    assert sub.df == {"paris": 2, "france": 2, "seine": 1}  # the whole graph's counts
+    both = graph.subgraph(["paris"], ["c3"], limit=5)
+    assert {c for _, c, _ in both.mentions} == {"c1", "c2", "c3"}
+    assert ("germany", "c3", 1.0) in both.mentions and both.df["germany"] == 2
+    assert graph.subgraph(["nowhere"]).mentions == () and graph.subgraph([], []).df == {}
+    # A backend's one-statement version answers exactly what the composed reads of the base class answer.
+    for args in ((["paris"], [], 1), (["paris", "germany"], ["c3"], 5), (["france"], ["c4"], 1)):
+        fast, composed = graph.subgraph(*args), GraphStoreBase.subgraph(graph, *args)  # type: ignore[arg-type]
+        assert sorted(fast.mentions) == sorted(composed.mentions) and fast.df == composed.df

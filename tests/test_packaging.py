@@ -19,4 +19,4 @@ def test_every_package_and_the_yaml_are_declared() -> None:
     declared = set(config["packages"])
     assert declared == found | wrappers | {"pipelines.yaml"}, "a new subpackage must be listed in pyproject.toml"
     assert config["package-dir"]["pipelines.yaml"] == "yaml"
-    assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml"}
+    assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}

@@ -19,7 +19,7 @@ INTENTS: tuple[str, ...] = (
     "relational",
     "summary",
 )
-CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph_global")
+CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph_global", "graph_ppr")
 
 # Calibrated by scripts/calibrate_profiles.py (coordinate search per intent on the training split, checked
 # on held-out questions; objective full@10 + 0.5 MRR, held-out 1.380 -> 1.394). Reproduce with:
@@ -29,51 +29,104 @@ CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph
 # with and without the late-interaction ranker, 100 hotpotqa100 + 98 ARAGOG + 100 musique_dev100 questions): no
 # intent gained on all three sets (analytical MRR 0.958 -> 0.927 on hotpotqa100, 0.981 -> 0.955 on ARAGOG;
 # contextual equal on ARAGOG) while reranking multiplied the p95 latency by 3-4. See the README.
+# graph_ppr (issue 18) weighs 0 here; yaml/query_ppr.yaml (the opt-in pipeline with the channel) gives it
+# PPR_SHARES. Measured on MuSiQue's training split through the whole pipeline (scripts/evaluate.py --split train
+# --drop-channel graph_ppr), every share tried (relational 0.1 to 0.35) lowered full@10 (0.414 to 0.457, against
+# 0.514 without the channel), although the channel lifts the fused list before MMR and the gate (eval_ppr.py).
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     "analytical": {
-        "weights": {"dense": 0.333, "graph_global": 0.0, "graph_local": 0.167, "section": 0.278, "sparse": 0.222},
+        "weights": {
+            "dense": 0.333,
+            "graph_global": 0.0,
+            "graph_local": 0.167,
+            "section": 0.278,
+            "sparse": 0.222,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 40,
         "mmr_lambda": 1.0,
         "rerank": False,
     },
     "contextual": {
-        "weights": {"dense": 0.357, "graph_global": 0.0, "graph_local": 0.0, "section": 0.643, "sparse": 0.0},
+        "weights": {
+            "dense": 0.357,
+            "graph_global": 0.0,
+            "graph_local": 0.0,
+            "section": 0.643,
+            "sparse": 0.0,
+            "graph_ppr": 0.0,
+        },
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.8,
         "rerank": False,
     },
     "factual": {
-        "weights": {"dense": 0.467, "graph_global": 0.0, "graph_local": 0.067, "section": 0.0, "sparse": 0.467},
+        "weights": {
+            "dense": 0.467,
+            "graph_global": 0.0,
+            "graph_local": 0.067,
+            "section": 0.0,
+            "sparse": 0.467,
+            "graph_ppr": 0.0,
+        },
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.85,
         "rerank": False,
     },
     "keyword": {
-        "weights": {"dense": 0.15, "graph_global": 0.0, "graph_local": 0.25, "section": 0.0, "sparse": 0.6},
+        "weights": {
+            "dense": 0.15,
+            "graph_global": 0.0,
+            "graph_local": 0.25,
+            "section": 0.0,
+            "sparse": 0.6,
+            "graph_ppr": 0.0,
+        },
         "top_k": 10,
         "fetch_k": 30,
         "mmr_lambda": 0.9,
         "rerank": False,
     },
     "opinion": {
-        "weights": {"dense": 0.4, "graph_global": 0.3, "graph_local": 0.0, "section": 0.15, "sparse": 0.15},
+        "weights": {
+            "dense": 0.4,
+            "graph_global": 0.3,
+            "graph_local": 0.0,
+            "section": 0.15,
+            "sparse": 0.15,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 50,
         "mmr_lambda": 0.5,
         "rerank": False,
     },
     "relational": {
-        "weights": {"dense": 0.375, "graph_global": 0.0, "graph_local": 0.625, "section": 0.0, "sparse": 0.0},
+        "weights": {
+            "dense": 0.375,
+            "graph_global": 0.0,
+            "graph_local": 0.625,
+            "section": 0.0,
+            "sparse": 0.0,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 50,
         "mmr_lambda": 0.75,
         "rerank": False,
     },
     "summary": {
-        "weights": {"dense": 0.25, "graph_global": 0.0, "graph_local": 0.0, "section": 0.75, "sparse": 0.0},
+        "weights": {
+            "dense": 0.25,
+            "graph_global": 0.0,
+            "graph_local": 0.0,
+            "section": 0.75,
+            "sparse": 0.0,
+            "graph_ppr": 0.0,
+        },
         "top_k": 15,
         "fetch_k": 40,
         "mmr_lambda": 0.5,
@@ -81,7 +134,28 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
+#: graph_ppr's share per intent in yaml/query_ppr.yaml: the share that fused best on MuSiQue's training split
+#: (scripts/eval_ppr.py) for relational, less where multi-hop questions are also routed.
+PPR_SHARES: dict[str, float] = {"relational": 0.35, "factual": 0.2, "analytical": 0.2}
+
 _REQUIRED = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
+
+
+def with_channel_share(
+    profiles: dict[str, dict[str, Any]], channel: str, shares: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """A copy of ``profiles`` where ``channel`` takes ``shares[intent]`` of each listed intent's weights, the
+    other channels scaled down in proportion (so dropping the channel again gives back the same profile)."""
+    out = copy.deepcopy(profiles)
+    for intent, share in shares.items():
+        weights = out[intent]["weights"]
+        rest = {c: float(w) for c, w in weights.items() if c != channel}
+        total = sum(rest.values()) or 1.0
+        out[intent]["weights"] = {
+            **{c: round(w * (1 - share) / total, 4) for c, w in rest.items()},
+            channel: share,
+        }
+    return out
 
 
 def default_profiles() -> dict[str, dict[str, Any]]:

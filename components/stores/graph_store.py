@@ -82,6 +82,18 @@ class Community:
     chunks: tuple[tuple[str, float], ...] = ()
 
 
+@dataclass(frozen=True)
+class Subgraph:
+    """A bounded piece of the graph around some entities and chunks (what a graph walk reads per query).
+
+    ``mentions``: every MENTIONED_IN edge ``(entity_key, chunk_id, weight)`` of the chunks reached;
+    ``df``: the chunk count of every entity those edges name (the whole graph's, not the subgraph's).
+    """
+
+    mentions: tuple[tuple[str, str, float], ...] = ()
+    df: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass
 class ReplaceResult:
     """Counts of one :meth:`GraphStore.replace_chunks` call."""
@@ -123,6 +135,11 @@ class GraphStore(Protocol):
 
     def neighbours(self, keys: Iterable[str], limit: int = 10) -> dict[str, list[tuple[str, float]]]:
         """``{key: [(other_key, weight), ...]}``: the ``limit`` strongest RELATES_TO edges of each entity."""
+        ...
+
+    def subgraph(self, keys: Iterable[str], chunk_ids: Iterable[str] = (), limit: int = 20) -> Subgraph:
+        """The chunks ``chunk_ids`` plus the ``limit`` heaviest chunks of each entity in ``keys``, with every
+        entity those chunks mention (one hop entity → chunk → entity, bounded)."""
         ...
 
     def relations(self, min_weight: float = 1.0) -> Iterator[tuple[str, str, float]]:
@@ -269,6 +286,18 @@ class GraphStoreBase(ABC):
         return len(old)
 
     @abstractmethod
+    def find_entities(self, keys: Iterable[str]) -> dict[str, EntityInfo]:
+        """The entities among ``keys`` that the graph holds."""
+
+    @abstractmethod
+    def chunk_mentions(self, chunk_ids: Iterable[str]) -> dict[str, dict[str, float]]:
+        """``{chunk_id: {entity_key: weight}}`` for the given chunks."""
+
+    @abstractmethod
+    def entity_chunks(self, keys: Iterable[str], limit: int = 50) -> dict[str, list[tuple[str, float]]]:
+        """``{key: [(chunk_id, weight), ...]}``: the heaviest ``limit`` mentions of each entity."""
+
+    @abstractmethod
     def _load_documents(self, doc_ids: list[str]) -> list[ChunkEntities]:
         """The stored chunks (with mentions and explicit relations) of ``doc_ids``."""
 
@@ -283,6 +312,24 @@ class GraphStoreBase(ABC):
         """Atomically: delete ``old`` chunks and their mentions, write ``new`` ones, add ``deltas`` to the
         RELATES_TO weights (dropping edges at or below zero), refresh ``df`` of every touched entity and drop
         entities no chunk mentions any more."""
+
+    def subgraph(self, keys: Iterable[str], chunk_ids: Iterable[str] = (), limit: int = 20) -> Subgraph:
+        """The chunks ``chunk_ids`` plus the ``limit`` heaviest chunks of each entity in ``keys`` (ties by chunk
+        id), with every MENTIONED_IN edge of those chunks and the ``df`` of the entities they name.
+
+        Composed of three bounded reads; a backend may answer it in one round trip (Neo4j does).
+        """
+        keys = sorted(set(keys))
+        reached = {c for chunks in self.entity_chunks(keys, limit=limit).values() for c, _ in chunks}
+        reached.update(chunk_ids)
+        if not reached:
+            return Subgraph()
+        by_chunk = self.chunk_mentions(reached)
+        mentions = tuple(
+            (key, chunk, weight) for chunk in sorted(by_chunk) for key, weight in sorted(by_chunk[chunk].items())
+        )
+        found = self.find_entities({key for key, _, _ in mentions})
+        return Subgraph(mentions=mentions, df={key: info.df for key, info in found.items()})
 
     def community_version(self) -> int:
         """Changes whenever communities are written or the store is cleared."""

@@ -36,6 +36,7 @@ from components.stores.graph_store import (
     EntityInfo,
     EntityMention,
     GraphStoreBase,
+    Subgraph,
 )
 
 logger = logging.getLogger(__name__)
@@ -322,6 +323,26 @@ class Neo4jGraphStore(GraphStoreBase):
             limit=limit,
         )
         return {r["key"]: [(o, float(w)) for o, w in r["top"]] for r in rows}
+
+    def subgraph(self, keys: Iterable[str], chunk_ids: Iterable[str] = (), limit: int = 20) -> Subgraph:
+        """The bounded entity → chunk → entity neighbourhood in one round trip (see :meth:`GraphStoreBase.subgraph`):
+        the ``limit`` heaviest chunks of each entity plus ``chunk_ids``, with every mention of those chunks."""
+        rows = self._read(
+            "CALL { UNWIND $keys AS key MATCH (:{p}Entity {key: key})-[m:MENTIONED_IN]->(c:{p}Chunk) "
+            "WITH key, c ORDER BY m.weight DESC, c.chunk_id WITH key, collect(c)[..$limit] AS top "
+            "UNWIND top AS c RETURN c "
+            "UNION UNWIND $ids AS id MATCH (c:{p}Chunk {chunk_id: id}) RETURN c } "
+            "WITH DISTINCT c MATCH (x:{p}Entity)-[m:MENTIONED_IN]->(c) "
+            "RETURN x.key AS key, c.chunk_id AS chunk_id, m.weight AS weight, x.df AS df "
+            "ORDER BY chunk_id, key",
+            keys=sorted(set(keys)),
+            ids=sorted(set(chunk_ids)),
+            limit=limit,
+        )
+        return Subgraph(
+            mentions=tuple((r["key"], r["chunk_id"], float(r["weight"])) for r in rows),
+            df={r["key"]: int(r["df"]) for r in rows},
+        )
 
     def relations(self, min_weight: float = 1.0) -> Iterator[tuple[str, str, float]]:
         """Every RELATES_TO edge ``(a, b, weight)`` with ``a < b`` and ``weight >= min_weight``."""

@@ -36,6 +36,7 @@ from components.stores.graph_store import (
     EntityInfo,
     EntityMention,
     GraphStoreBase,
+    Subgraph,
 )
 
 logger = logging.getLogger(__name__)
@@ -420,6 +421,29 @@ class SQLiteGraphStore(GraphStoreBase):
             for key, other, weight in rows:
                 out.setdefault(key, []).append((other, float(weight)))
         return out
+
+    def subgraph(self, keys: Iterable[str], chunk_ids: Iterable[str] = (), limit: int = 20) -> Subgraph:
+        """The bounded entity → chunk → entity neighbourhood in one statement (see
+        :meth:`GraphStoreBase.subgraph`); very long key lists fall back to the batched reads."""
+        keys, ids = sorted(set(keys)), sorted(set(chunk_ids))
+        if len(keys) + len(ids) > _BATCH:
+            return super().subgraph(keys, ids, limit)
+        if not keys and not ids:
+            return Subgraph()
+        rows = self._read(
+            "WITH reached(chunk) AS ("
+            "SELECT chunk FROM (SELECT m.chunk AS chunk, row_number() OVER (PARTITION BY m.entity "
+            "ORDER BY m.weight DESC, c.chunk_id) AS rn FROM entities e JOIN mentions m ON m.entity = e.id "
+            f"JOIN chunks c ON c.id = m.chunk WHERE e.key IN ({_marks(len(keys))})) WHERE rn <= ? "
+            f"UNION SELECT id FROM chunks WHERE chunk_id IN ({_marks(len(ids))})) "
+            "SELECT e.key, c.chunk_id, m.weight, e.df FROM reached r JOIN mentions m ON m.chunk = r.chunk "
+            "JOIN entities e ON e.id = m.entity JOIN chunks c ON c.id = r.chunk ORDER BY c.chunk_id, e.key",
+            [*keys, limit, *ids],
+        )
+        return Subgraph(
+            mentions=tuple((key, chunk, float(weight)) for key, chunk, weight, _ in rows),
+            df={key: int(df) for key, _, _, df in rows},
+        )
 
     def relations(self, min_weight: float = 1.0) -> Iterator[tuple[str, str, float]]:
         """Every RELATES_TO edge ``(a, b, weight)`` with ``a < b`` and ``weight >= min_weight``."""
