@@ -37,7 +37,7 @@ from haystack import Document
 
 from components.indexing.entity_extractor import normalise_key, title_aliases
 from components.retrieval.graph_ppr_retriever import GraphPPRRetriever
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 from pipelines.eval_data import EvalSet, Question, load_hotpot, load_jsonl, load_wiki2
 from pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
 from pipelines.eval_systems import AdaptiveSystem, eval_folder

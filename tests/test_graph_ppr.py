@@ -17,8 +17,8 @@ from components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from components.models.text_embedder import OnnxTextEmbedder
 from components.retrieval.entity_linking import link_exact, link_partial
 from components.retrieval.graph_ppr_retriever import GraphPPRRetriever
-from components.retrieval.qdrant_dense_retriever import QdrantDenseRetriever
-from components.stores.qdrant_store import release_all_clients
+from components.retrieval.vector_retrievers import DenseRetriever
+from components.stores.edge_document_store import release_all_clients
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from pipelines.store_config import make_store
 
@@ -100,7 +100,7 @@ def test_the_walk_reaches_the_end_of_a_four_hop_chain(index: Index) -> None:
 
 def test_hits_seed_the_walk_and_are_not_credited_for_being_hits(index: Index) -> None:
     vector = index.vector(QUERY)
-    dense = QdrantDenseRetriever(document_store=index.store, top_k=3).run(query_embedding=vector)["documents"]
+    dense = DenseRetriever(document_store=index.store, top_k=3).run(query_embedding=vector)["documents"]
     retriever = GraphPPRRetriever(graph_store=index.graph, document_store=index.store, top_k=5)
     walk = retriever.walk("", retriever.hit_seeds(dense))  # no query text: the hits alone seed it
     assert set(walk.chunk_seeds) == {d.id for d in dense[:3]}
