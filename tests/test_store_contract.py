@@ -173,6 +173,19 @@ def test_other_dimension_on_an_existing_index_is_refused_and_keeps_the_data(tmp_
     assert EdgeDocumentStore(path=str(tmp_path / "q")).count_documents() == 1
 
 
+@pytest.mark.parametrize("damaged", ["segments/*/segment.json", "edge_config.json"])
+def test_a_damaged_shard_is_a_clear_error_and_is_left_as_it_was(tmp_path: Path, damaged: str) -> None:
+    store = EdgeDocumentStore(path=str(tmp_path / "q"), payload_fields_to_index={})
+    store.write_documents([Document(id="1", content="kept", embedding=[0.1] * 384)])
+    store.close()
+    [target] = (tmp_path / "q" / "adaptive").glob(damaged)
+    target.write_text("{not json")
+    before = sorted((p.name, p.stat().st_size) for p in (tmp_path / "q").rglob("*") if p.is_file())
+    with pytest.raises(StoreFormatError, match="looks damaged.*Nothing in it was changed"):
+        EdgeDocumentStore(path=str(tmp_path / "q")).count_documents()
+    assert sorted((p.name, p.stat().st_size) for p in (tmp_path / "q").rglob("*") if p.is_file()) == before
+
+
 def test_unknown_filter_operator_is_a_clear_error(tmp_path: Path) -> None:
     from haystack.errors import FilterError
 

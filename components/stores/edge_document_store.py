@@ -511,8 +511,12 @@ def _open_error(folder: Path, err: Exception, existed: bool) -> DocumentStoreErr
             f"The index '{folder}' was built with another configuration (vector size, distance or sparse vectors) "
             f"than this store's: {text}. Use the settings it was built with, or re-index into a new folder."
         )
-    what = "open" if existed else "create"
-    return StoreFormatError(f"Could not {what} the index '{folder}': {text}")
+    if existed:
+        return StoreFormatError(
+            f"Could not open the index '{folder}', which looks damaged: {text}. Nothing in it was changed: restore "
+            "a copy of the folder, or index your files again into a new folder."
+        )
+    return StoreFormatError(f"Could not create the index '{folder}': {text}")
 
 
 def release_all_clients() -> None:
