@@ -1,6 +1,7 @@
 """Latency, throughput and memory of the adaptive pipelines, and MMRSelector vs Haystack's diversity ranker.
 
     python scripts/bench.py [--sizes 1000,10000] [--queries 40] [--json OUT.json]
+    python scripts/bench.py --sizes 1000 --filler 100000   # the same 1,000 indexed passages in a 100k-point store
 
 For every size N (synthetic passages cut from the Python language reference, one chunk each) a fresh process
 indexes N passages through yaml/indexing.yaml into its own Qdrant folder under .adaptive/bench-N (reused by
@@ -99,8 +100,39 @@ def bench_root(root: Path, size: int) -> Path:
     return root / f"bench-{size}"
 
 
-def worker(size: int, queries: int, root: Path) -> dict[str, Any]:
-    """Index ``size`` synthetic passages (or reuse that index) and time ``queries`` queries, in this process."""
+def add_filler(store: Any, total: int, seed: int = 2) -> int:
+    """Fill the vector store up to ``total`` points with copies of its chunks under new ids, dense vectors moved by
+    noise (renormalised) and the same sparse vectors; the graph is left as it is. Returns the points added."""
+    from haystack import Document
+
+    chunks = [d for d in store.filter_documents({"field": "meta.level", "operator": "==", "value": 0}) if d.embedding]
+    missing = total - store.count_documents()
+    if missing <= 0 or not chunks:
+        return 0
+    rng = np.random.default_rng(seed)
+    for start in range(0, missing, 5000):
+        batch = []
+        for i in range(start, min(start + 5000, missing)):
+            base = chunks[i % len(chunks)]
+            vector = np.asarray(base.embedding) + 0.05 * rng.standard_normal(len(base.embedding))
+            meta = {**base.meta, "doc_id": f"filler-{i}", "source": f"filler:{i}"}
+            batch.append(
+                Document(
+                    id=f"filler-{i}",
+                    content=base.content,
+                    meta=meta,
+                    embedding=(vector / np.linalg.norm(vector)).tolist(),
+                    sparse_embedding=base.sparse_embedding,
+                )
+            )
+        store.write_documents(batch)
+    store.optimize(force=True)
+    return missing
+
+
+def worker(size: int, queries: int, root: Path, filler: int = 0) -> dict[str, Any]:
+    """Index ``size`` synthetic passages (or reuse that index), fill the vector store up to ``filler`` points when
+    asked, and time ``queries`` queries, in this process."""
     from pipelines.query_pipeline import run_query
 
     passages = synthetic_passages(size)
@@ -123,6 +155,9 @@ def worker(size: int, queries: int, root: Path) -> dict[str, Any]:
         }
         memo.write_text(json.dumps(indexing))
         indexing["cached"] = False
+    filled = 0
+    if filler:
+        filled = add_filler(system.pipeline.get_component("dense").document_store, filler)
     pipeline = system.pipeline
     asked = synthetic_queries(passages, queries)
     for query in asked[:3]:
@@ -145,13 +180,20 @@ def worker(size: int, queries: int, root: Path) -> dict[str, Any]:
         "end_to_end": percentiles(wall),
         "intents": dict(intents),
         "peak_rss_mb_after_queries": peak_rss_mb(),
+        "store_points": store_points(pipeline),
+        "filler_points": filled,
     }
 
 
-def run_worker(size: int, queries: int, root: Path, timeout: int | None) -> dict[str, Any]:
+def store_points(pipeline: Any) -> int:
+    return pipeline.get_component("dense").document_store.count_documents()
+
+
+def run_worker(size: int, queries: int, root: Path, timeout: int | None, filler: int = 0) -> dict[str, Any]:
     """Run :func:`worker` in a fresh process, so its peak memory is its own."""
     out = root / f"bench-{size}.result.json"
     command = [sys.executable, __file__, "--worker", str(size), "--queries", str(queries), "--root", str(root)]
+    command += ["--filler", str(filler)] if filler else []
     subprocess.run([*command, "--worker-out", str(out)], check=True, timeout=timeout)
     return json.loads(out.read_text())
 
@@ -258,6 +300,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--root", default=str(ROOT / ".adaptive"))
     parser.add_argument("--timeout", type=int, default=None, help="seconds allowed per size (default: none)")
     parser.add_argument("--json", help="write the report here")
+    parser.add_argument(
+        "--filler",
+        type=int,
+        default=0,
+        help="after indexing, fill the vector store up to this many points with perturbed copies of its chunks "
+        "(the graph stays as indexed): the store's share of the latency at scale without hours of indexing",
+    )
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -265,7 +314,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     if args.worker:
         from components.stores.edge_document_store import release_all_clients
 
-        result = worker(args.worker, args.queries, root)
+        result = worker(args.worker, args.queries, root, args.filler)
         Path(args.worker_out).write_text(json.dumps(result))
         release_all_clients()
         return None
@@ -279,7 +328,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     for size in sizes:
         print(f"[bench] {size} chunks ...", file=sys.stderr, flush=True)
         try:
-            report["sizes"][str(size)] = run_worker(size, args.queries, root, args.timeout)
+            report["sizes"][str(size)] = run_worker(size, args.queries, root, args.timeout, args.filler)
         except subprocess.TimeoutExpired:
             print(f"[bench] {size} chunks: over --timeout, skipped", file=sys.stderr)
             report["sizes"][str(size)] = {"skipped": f"over {args.timeout} s"}

@@ -61,7 +61,10 @@ _WEIGHT_TOLERANCE = 1e-3
 
 
 def same_candidates(
-    current: dict[str, Any] | None, following: dict[str, Any] | None, sizes: dict[str, int] | None
+    current: dict[str, Any] | None,
+    following: dict[str, Any] | None,
+    sizes: dict[str, int] | None,
+    channels: set[str] | None = None,
 ) -> bool:
     """Whether a retry with strategy ``following`` would fetch the same candidates as ``current`` did.
 
@@ -69,6 +72,7 @@ def same_candidates(
     asks for the same depth (``fetch_k``) or already returned fewer documents than it was asked for (it had no
     more to give: a deeper search finds nothing new). ``top_k`` is left out: a longer cut of the same fused list
     is no new evidence. Without both strategies nothing is known, so the answer is ``False`` (retry).
+    ``channels``: the channels the pipeline has (the joiner's); weights the router gives to others are ignored.
     """
     if not current or not following:
         return False
@@ -76,6 +80,9 @@ def same_candidates(
         if current.get(key) != following.get(key):
             return False
     now, then = current.get("weights") or {}, following.get("weights") or {}
+    if channels is not None:
+        now = {c: w for c, w in now.items() if c in channels}
+        then = {c: w for c, w in then.items() if c in channels}
     for channel in set(now) | set(then):
         a, b = float(now.get(channel, 0.0)), float(then.get(channel, 0.0))
         if (a > 0) != (b > 0) or abs(a - b) > _WEIGHT_TOLERANCE:
@@ -281,7 +288,10 @@ class QualityGate:
             decision = "pass"
         elif attempt < self.max_retries:
             decision = "retry"
-            if self.skip_same_retries and same_candidates(strategy, next_strategy, (fusion or {}).get("sizes")):
+            known = set((fusion or {}).get("weights") or {}) | set((fusion or {}).get("skipped") or [])
+            if self.skip_same_retries and same_candidates(
+                strategy, next_strategy, (fusion or {}).get("sizes"), known or None
+            ):
                 decision, skipped = "insufficient", "same strategy"
                 logger.info("Quality gate: retry skipped, the escalated strategy would fetch the same candidates")
         else:
