@@ -8,6 +8,7 @@ Usage::
     adaptive-retrieval index docs/ notes.md          # progress bar; unchanged files are skipped
     adaptive-retrieval query "What does Section 3.2 say about termination?"
     adaptive-retrieval query --json "error E1045"    # the full response with diagnostics, as JSON
+    adaptive-retrieval stats --store .adaptive/qdrant  # per source: chunks, summaries, graph chunks, state
     adaptive-retrieval serve --port 1416             # Hayhooks REST app (+ /diagrams)
     adaptive-retrieval draw --out build/diagrams --format mmd svg png html
 """
@@ -82,6 +83,13 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         f"{counts['chunks_written']} chunks written, {counts['chunks_deleted']} removed; {total} documents in store",
         file=out,
     )
+    if counts.get("redone"):
+        print(f"{counts['redone']} source(s) left unfinished by an earlier run were redone", file=out)
+    for failure in counts.get("failed", []):
+        print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
+    if counts.get("failed"):
+        print(f"error: {len(counts['failed'])} file(s) yielded no text and were not indexed", file=sys.stderr)
+        return EXIT_ERROR
     return 0
 
 
@@ -150,6 +158,43 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    """Show what an index holds per source (chunks, summaries, graph chunks, entities, hash, state) and totals;
+    exits 1 when a source is not complete."""
+    from components.indexing.manifest import index_stats
+    from pipelines.store_config import make_graph_store, make_store
+
+    overrides = _store_overrides(args)
+    path = overrides.get("path") or (None if overrides.get("url") else os.environ.get(STORE_PATH_ENV))
+    if path and not os.path.isdir(path):
+        msg = f"No index at {path}: index files first with `adaptive-retrieval index --store {path} PATH`"
+        raise CliError(msg)
+    store = make_store(**overrides)
+    stats = index_stats(store, make_graph_store(qdrant_path=getattr(store, "path", None)))
+    if args.json:
+        print(json.dumps(stats, indent=2), file=out)
+    else:
+        header = f"{'state':<9} {'chunks':>7} {'summ.':>6} {'graph':>6} {'ent.':>6}  {'hash':<12} source"
+        print(header, file=out)
+        for source, row in stats["sources"].items():
+            graph = "-" if row["graph_chunks"] is None else row["graph_chunks"]
+            ents = "-" if row["entities"] is None else row["entities"]
+            print(
+                f"{row['state']:<9} {row['chunks']:>7} {row['summaries']:>6} {graph:>6} {ents:>6}  "
+                f"{row['source_hash'][:12]:<12} {source}" + (f"  ({row['reason']})" if row.get("reason") else ""),
+                file=out,
+            )
+        totals = stats["totals"]
+        states = ", ".join(f"{n} {s}" for s, n in sorted(totals["states"].items())) or "empty"
+        print(
+            f"total: {totals['sources']} sources ({states}); {totals['chunks']} chunks, {totals['summaries']} "
+            f"summaries, {totals['graph_chunks']} graph chunks, {totals['orphan_graph_chunks']} orphaned graph chunks",
+            file=out,
+        )
+    complete = all(row["state"] == "complete" for row in stats["sources"].values())
+    return 0 if complete and not stats["totals"]["orphan_graph_chunks"] else EXIT_ERROR
+
+
 def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     """Write the pipelines' mermaid text and render it offline (SVG/PNG/PDF, HTML page)."""
     from pipelines.drawing import draw_pipelines
@@ -167,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,serve,draw}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,stats,serve,draw}")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
     store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
@@ -190,6 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=1416, help="port (default 1416)")
     p.add_argument("--pipelines-dir", default=None, help="folder of pipeline wrappers (default: the package's)")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("stats", parents=[store], help="what an index holds, per source", description=cmd_stats.__doc__)
+    p.add_argument("--json", action="store_true", help='print {"sources": {...}, "totals": {...}} as JSON')
+    p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)
     p.add_argument("--out", default="build/diagrams", help="output folder (default build/diagrams)")

@@ -24,7 +24,12 @@ def corpus(reference_corpus: Path, tmp_path: Path) -> Path:
 
 
 def chunk_ids(store, source: Path) -> set[str]:
-    return {d.id for d in store.filter_documents({"field": "meta.source", "operator": "==", "value": str(source)})}
+    """Ids of the source's chunks and summary nodes (not its manifest record, level -1)."""
+    return {
+        d.id
+        for d in store.filter_documents({"field": "meta.source", "operator": "==", "value": str(source)})
+        if d.meta.get("level", 0) >= 0
+    }
 
 
 @pytest.mark.parametrize("name", ["indexing", "query"])
