@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "hotpotqa100" / "corpus.json"
+DATA = Path(os.environ.get("ADAPTIVE_FAULT_DATA", ROOT.parent / "shared" / "data" / "hotpotqa100" / "corpus.json"))
 POINTS = (
     "index.after_pending:1",
     "writer.before_upsert:1",
