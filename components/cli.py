@@ -106,6 +106,10 @@ def _print_query(response: Any, out: TextIO, full: bool) -> None:
         print(f"structural: {response.structural}", file=out)
     if response.gate:
         print(f"gate: {json.dumps(response.gate, default=str)}", file=out)
+    failed = (response.fusion or {}).get("failed") or []
+    if failed:
+        reasons = (response.fusion or {}).get("failed_reasons") or {}
+        print("failed channels: " + "; ".join(f"{c} ({reasons.get(c, 'see the log')})" for c in failed), file=out)
     print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in response.timings_ms.items()), file=out)
     if not response.documents:
         print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)

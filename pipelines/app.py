@@ -21,7 +21,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, HTTPException
@@ -88,7 +88,34 @@ def create_app(pipelines_dir: str | Path | None = None) -> FastAPI:
     settings.pipelines_dir = str(Path(pipelines_dir or PIPELINES_DIR).resolve())
     app = create_hayhooks_app()
     app.include_router(diagram_router())
+    require_deployed(app, Path(settings.pipelines_dir))
     return app
+
+
+def require_deployed(app: FastAPI, pipelines_dir: Path) -> None:
+    """Make startup fail unless every wrapper under ``pipelines_dir`` deployed.
+
+    Hayhooks logs a wrapper whose ``setup()`` raised (missing models, locked store) and serves without its
+    routes, so ``/status`` said "Up!" while ``/query/run`` was a 404; raising in the lifespan makes uvicorn
+    refuse to start instead, with the reason.
+    """
+    expected = sorted(d.name for d in pipelines_dir.iterdir() if (d / "pipeline_wrapper.py").is_file())
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def checked(app: FastAPI) -> AsyncIterator[None]:
+        async with inner(app):
+            deployed = set(app.state.pipeline_registry.get_names())
+            missing = [name for name in expected if name not in deployed]
+            if missing:
+                msg = (
+                    f"Pipeline(s) {missing} failed to load (see the log above): refusing to serve without them. "
+                    "Check the models folder and that no other process holds the store."
+                )
+                raise RuntimeError(msg)
+            yield
+
+    app.router.lifespan_context = checked
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -152,6 +152,8 @@ class IndexResponse(BaseModel):
     skipped: int = Field(description="Files unchanged since they were indexed")
     chunks_written: int
     chunks_deleted: int
+    redone: int = Field(0, description="Sources an interrupted earlier run left unfinished, indexed again")
+    failed: list[dict[str, str]] = Field(default_factory=list, description="Files that yielded no text: source, reason")
     sources: list[str] = Field(default_factory=list, description="Source names of the files, as stored in meta")
     documents_total: int = Field(description="Documents in the store after indexing")
     timings_ms: dict[str, float] = Field(default_factory=dict)

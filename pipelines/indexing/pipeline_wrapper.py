@@ -19,6 +19,7 @@ import pipelines.serving  # noqa: F401
 import logging
 import threading
 import time
+from pathlib import Path
 
 from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
@@ -54,6 +55,10 @@ class PipelineWrapper(BasePipelineWrapper):
             counts = index_paths(self.pipeline, paths, force=force)
             total = self.store.count_documents()
         sources = [str(p) for p in paths]
+        if counts["failed"] and len(counts["failed"]) == counts["files"] - counts["skipped"]:
+            # Nothing was indexed: every file yielded no text. A 200 would read as success.
+            reasons = "; ".join(f"{Path(f['source']).name}: {f['reason']}" for f in counts["failed"])
+            raise HTTPException(status_code=422, detail=f"No text could be indexed from the upload ({reasons})")
         return IndexResponse(
             **counts,
             sources=sources,
