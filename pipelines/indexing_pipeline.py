@@ -42,6 +42,7 @@ from components.models.paths import DEFAULT_MODEL
 from components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from components.stores.graph_store import GraphStore
 from components.stores.qdrant_store import SharedQdrantDocumentStore
+from pipelines.limits import Limits
 from pipelines.store_config import make_graph_store, make_store
 
 logger = logging.getLogger(__name__)
@@ -206,6 +207,7 @@ def index_paths(
     batch_files: int = 64,
     progress: Callable[[int, int], None] | None = None,
     check: Callable[[list[Path]], None] | None = None,
+    limits: Limits | None = None,
 ) -> dict[str, Any]:
     """Index the supported files under ``paths`` with an indexing pipeline (built or loaded from YAML).
 
@@ -218,7 +220,9 @@ def index_paths(
 
     :param paths: a list of files or folders (a single string is refused: iterating it would walk its letters).
     :param progress: ``progress(done, total)`` after each batch (the CLI draws a bar with it).
-    :param check: called with each batch before it runs; raise to stop (limits, time budget, client gone).
+    :param check: called with each batch before it runs; raise to stop (time budget, client gone).
+    :param limits: per-file size limits (default :meth:`Limits.from_env`); a file over one is reported in
+        ``failed`` with the limit and the variable that raises it, before any work is spent on it.
     :returns: counts ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``, ``redone``
         (unfinished sources redone) and ``failed`` (``[{"source", "reason"}]``).
     :raises TypeError: when ``paths`` is a string or bytes rather than a list of them.
@@ -247,11 +251,24 @@ def index_paths(
     keep = {n for n in ("section_tree", "splitter", "entity_extractor") if n in names}
     written = deleted = 0
     failed: list[dict[str, str]] = []
-    for start in range(0, len(todo), batch_files):
-        batch = todo[start : start + batch_files]
+    limits = limits or Limits.from_env()
+    chunk_words = int(getattr(pipeline.get_component("splitter"), "chunk_words", 180)) if "splitter" in names else 180
+    refused = {str(f): problem for f in todo if (problem := limits.file_problem(f, chunk_words))}
+    if refused:
+        # Refused before any work; what such a file held before is stale (its content changed), so it goes.
+        remove_sources(store, graph_store, list(refused))
+        write_manifests(store, [manifest_document(s, hashes[s], STATE_FAILED, reason=r) for s, r in refused.items()])
+        failed.extend({"source": s, "reason": r} for s, r in refused.items())
+        for reason in refused.values():
+            logger.warning("Not indexed: %s", reason)
+        todo_run = [f for f in todo if str(f) not in refused]
+    else:
+        todo_run = todo
+    for start in range(0, len(todo_run), batch_files):
+        batch = todo_run[start : start + batch_files]
         if check is not None:
             check(batch)
-        logger.info("Indexing files %d-%d of %d", start + 1, start + len(batch), len(todo))
+        logger.info("Indexing files %d-%d of %d", start + 1, start + len(batch), len(todo_run))
         write_manifests(store, [manifest_document(str(f), hashes[str(f)], STATE_INDEXING) for f in batch])
         fault_point("index.after_pending")
         result = pipeline.run(
@@ -282,7 +299,7 @@ def index_paths(
         fault_point("index.before_complete")
         write_manifests(store, [complete_record(s, hashes[s], n) for s, n in done.items()])
         if progress is not None:
-            progress(start + len(batch), len(todo))
+            progress(start + len(batch), len(todo_run))
     return {
         "files": len(files),
         "indexed": len(todo) - len(failed),

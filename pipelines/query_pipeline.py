@@ -38,6 +38,8 @@ CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global"]
 FUSION_K = 10
 #: The dense and sparse channels search chunks only: the section tree's summary nodes share the collection.
 CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
+#: Longest query text accepted (also the REST model's limit): a question, not a document.
+MAX_QUERY_CHARS = 4000
 
 
 def build_query_pipeline(
@@ -178,7 +180,7 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         ``timings_ms`` (per component summed over attempts, and ``total``). Routing and fusion describe the
         last attempt.
     :raises TypeError: when ``query`` is not a string.
-    :raises ValueError: when it is empty.
+    :raises ValueError: when it is empty, longer than :data:`MAX_QUERY_CHARS` or not valid Unicode.
     :raises NoChannelAnsweredError: when every channel the router weighted failed, or some failed and no
         document came back (not "no match": an error).
     """
@@ -188,6 +190,14 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     if not query.strip():
         msg = "The query is empty: pass a non-empty question or keywords."
         raise ValueError(msg)
+    if len(query) > MAX_QUERY_CHARS:
+        msg = f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
+        raise ValueError(msg)
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as err:
+        msg = f"The query is not valid Unicode text ({err.reason} at character {err.start})"
+        raise ValueError(msg) from err
     joiner = pipeline.get_component("joiner")
     with stage_timings() as times, _collect_channel_failures(list(joiner.channels)) as failures:
         result = pipeline.run(query_inputs(pipeline, query), include_outputs_from={"router", "joiner"})
