@@ -78,6 +78,8 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> 
 
 
 def stats(store: Path) -> dict[str, Any]:
+    if not store.is_dir():  # killed before the store was created
+        return {"sources": {}, "totals": {"orphan_graph_chunks": 0}}
     done = cli("stats", "--store", str(store), "--json")
     if not done.stdout.strip():
         msg = f"stats failed: {done.stderr[-2000:]}"
@@ -157,7 +159,8 @@ def cli_trials(args: argparse.Namespace, work: Path, corpus: list[Path], referen
             assert done.returncode == 0, done.stderr[-2000:]
             shorten(files_dir / corpus[0].name)
         point = POINTS[trial % len(POINTS)] if trial % 3 != 2 else None
-        delay = None if point else rng.uniform(4.0, args.max_delay)
+        # Random moments spread over a clean run's duration (start-up included), measured on this machine.
+        delay = None if point else rng.uniform(0.3, 1.0) * args.clean_s
         env = {"ADAPTIVE_FAULT_AT": point} if point else {}
         outcome, elapsed = run_killed(
             ["index", "--store", str(store), str(files_dir), "--batch-files", "4", *(["--force"] if rewrite else [])],
@@ -243,7 +246,7 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
         port = free_port()
 
         proc = start_server(port, store, base, {"ADAPTIVE_FAULT_AT": point} if point else {})
-        delay = rng.uniform(1.0, args.max_delay) if point is None else None
+        delay = rng.uniform(0.5, 8.0) if point is None else None
         t0 = time.monotonic()
         with contextlib.suppress(httpx.HTTPError):
             upload(port, corpus, timeout=delay if delay is not None else 600)
@@ -289,18 +292,19 @@ def main() -> int:
     parser.add_argument("--server-kills", type=int, default=4)
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--passages", type=int, default=6, help="passages per file")
-    parser.add_argument("--max-delay", type=float, default=14.0, help="latest random kill, seconds after start")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", type=Path, default=None, help="write the trials as JSON here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fault_test_"))
     try:
         corpus = make_corpus(work / "corpus", args.files, args.passages, args.seed)
+        t0 = time.monotonic()
         done = cli("index", "--store", str(work / "reference" / "qdrant"), str(work / "corpus"), "--batch-files", "4")
         assert done.returncode == 0, done.stderr[-2000:]
+        args.clean_s = time.monotonic() - t0
         reference = by_name(stats(work / "reference" / "qdrant"))
         total = sum(r["chunks"] for r in reference.values())
-        print(f"reference: {len(reference)} sources, {total} chunks (clean run)", flush=True)
+        print(f"reference: {len(reference)} sources, {total} chunks (clean run, {args.clean_s:.1f} s)", flush=True)
         results = cli_trials(args, work, corpus, reference)
         if args.server:
             results += server_trials(args, work, corpus, reference)
