@@ -138,7 +138,7 @@ def changed_reference(work: Path, corpus: list[Path]) -> dict[str, Any]:
         folder = work / "changed" / "files"
         shutil.copytree(corpus[0].parent, folder)
         shorten(folder / corpus[0].name)
-        done = cli("index", "--store", str(work / "changed" / "qdrant"), str(folder), "--batch-files", "4")
+        done = cli("index", "--store", str(work / "changed" / "qdrant"), str(folder), "--batch-files", "6")
         assert done.returncode == 0, done.stderr[-2000:]
         _CHANGED.update(by_name(stats(work / "changed" / "qdrant")))
     return dict(_CHANGED)
@@ -155,7 +155,7 @@ def cli_trials(args: argparse.Namespace, work: Path, corpus: list[Path], referen
         rewrite = trial % 2 == 1
         expected = dict(reference)
         if rewrite:
-            done = cli("index", "--store", str(store), str(files_dir), "--batch-files", "4")
+            done = cli("index", "--store", str(store), str(files_dir), "--batch-files", "6")
             assert done.returncode == 0, done.stderr[-2000:]
             shorten(files_dir / corpus[0].name)
         point = POINTS[trial % len(POINTS)] if trial % 3 != 2 else None
@@ -163,13 +163,13 @@ def cli_trials(args: argparse.Namespace, work: Path, corpus: list[Path], referen
         delay = None if point else rng.uniform(0.3, 1.0) * args.clean_s
         env = {"ADAPTIVE_FAULT_AT": point} if point else {}
         outcome, elapsed = run_killed(
-            ["index", "--store", str(store), str(files_dir), "--batch-files", "4", *(["--force"] if rewrite else [])],
+            ["index", "--store", str(store), str(files_dir), "--batch-files", "6", *(["--force"] if rewrite else [])],
             env,
             delay,
         )
         before = stats(store)
         incomplete = sum(1 for r in before["sources"].values() if r["state"] != "complete")
-        redo = cli("index", "--store", str(store), str(files_dir), "--batch-files", "4")
+        redo = cli("index", "--store", str(store), str(files_dir), "--batch-files", "6")
         after = stats(store)
         if rewrite:
             expected = changed_reference(work, corpus)
@@ -291,7 +291,7 @@ def main() -> int:
     parser.add_argument("--server", action="store_true", help="also kill the server during uploads")
     parser.add_argument("--server-kills", type=int, default=4)
     parser.add_argument("--files", type=int, default=12)
-    parser.add_argument("--passages", type=int, default=6, help="passages per file")
+    parser.add_argument("--passages", type=int, default=8, help="passages per file")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", type=Path, default=None, help="write the trials as JSON here")
     args = parser.parse_args()
@@ -299,7 +299,7 @@ def main() -> int:
     try:
         corpus = make_corpus(work / "corpus", args.files, args.passages, args.seed)
         t0 = time.monotonic()
-        done = cli("index", "--store", str(work / "reference" / "qdrant"), str(work / "corpus"), "--batch-files", "4")
+        done = cli("index", "--store", str(work / "reference" / "qdrant"), str(work / "corpus"), "--batch-files", "6")
         assert done.returncode == 0, done.stderr[-2000:]
         args.clean_s = time.monotonic() - t0
         reference = by_name(stats(work / "reference" / "qdrant"))

@@ -57,7 +57,7 @@ class ReplacingDocumentWriter:
         writer.run(documents=chunks)  # {"documents_written": 42, "documents_deleted": 3}
     """
 
-    def __init__(self, document_store: Any, write_batch_size: int = 512) -> None:
+    def __init__(self, document_store: Any, write_batch_size: int = 64) -> None:
         """:param document_store: any Haystack document store with ``filter_documents`` and ``delete_documents``.
         :param write_batch_size: documents per ``write_documents`` call (a crash between two calls leaves a
             partly written source, which the index manifest detects and redoes)."""

@@ -75,7 +75,7 @@ class PipelineWrapper(BasePipelineWrapper):
             raise HTTPException(status_code=400, detail=str(err)) from err
         try:
             with self.queue.admit() as ticket:
-                counts = index_paths(self.pipeline, paths, force=force, batch_files=4, check=ticket.check)
+                counts = index_paths(self.pipeline, paths, force=force, batch_files=8, check=ticket.check)
                 total = self.store.count_documents()
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
