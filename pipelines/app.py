@@ -23,9 +23,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
-from fastapi import APIRouter, FastAPI, HTTPException
-from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_js, mermaid_texts, render
 
@@ -88,8 +91,37 @@ def create_app(pipelines_dir: str | Path | None = None) -> FastAPI:
     settings.pipelines_dir = str(Path(pipelines_dir or PIPELINES_DIR).resolve())
     app = create_hayhooks_app()
     app.include_router(diagram_router())
+    app.add_exception_handler(RequestValidationError, validation_error_response)
     require_deployed(app, Path(settings.pipelines_dir))
     return app
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
+
+
+async def validation_error_response(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 for an invalid request, with the echoed input made encodable.
+
+    The default handler echoes the input, and a JSON body holding a lone surrogate (``"\\ud800"``, valid JSON)
+    made rendering that echo fail with a 500.
+    """
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else [{"msg": str(exc)}]
+    return JSONResponse(
+        status_code=422,
+        content={
+            "detail": _encodable(
+                jsonable_encoder(errors, custom_encoder={bytes: lambda b: b.decode("utf-8", "backslashreplace")})
+            )
+        },
+    )
 
 
 def require_deployed(app: FastAPI, pipelines_dir: Path) -> None:

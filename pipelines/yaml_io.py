@@ -136,7 +136,8 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
         _refuse_alias_bombs(text)
         # Haystack's marshaller: safe loading plus the tuple tag its own dumps emit.
         data = YamlMarshaller().unmarshal(text)
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, TypeError) as err:
+        # TypeError: Haystack's marshaller refusing a tag it has no safe constructor for (``!!python/...``).
         msg = f"Malformed pipeline YAML: {err}"
         raise PipelineLoadError(msg) from err
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
