@@ -87,7 +87,7 @@ def test_bad_input_leaves_the_index_intact(corpus: Path, store_path: str, model_
     with pytest.raises(Exception, match="empty"):
         query.run({"loop": {"query": ""}})
     # A pasted book is refused up front (bounded work), not truncated silently or left to time out.
-    with pytest.raises(Exception, match="max_chars"):
+    with pytest.raises(Exception, match="characters"):
         run_query(query, "while loop " * 5000)
 
     # An index built with 384-d vectors refuses a 768-d configuration instead of corrupting the collection.
