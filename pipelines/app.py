@@ -137,8 +137,9 @@ def require_deployed(app: FastAPI, pipelines_dir: Path) -> None:
     @contextlib.asynccontextmanager
     async def checked(app: FastAPI) -> AsyncIterator[None]:
         async with inner(app):
-            deployed = set(app.state.pipeline_registry.get_names())
-            missing = [name for name in expected if name not in deployed]
+            # This app's routes, not the process-wide registry: a second app in one process deploys nothing.
+            paths = {getattr(route, "path", "") for route in app.routes}
+            missing = [name for name in expected if f"/{name}/run" not in paths]
             if missing:
                 msg = (
                     f"Pipeline(s) {missing} failed to load (see the log above): refusing to serve without them. "

@@ -34,8 +34,16 @@ def _topic(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The REST app over a small indexed corpus."""
+    """The REST app over a small indexed corpus.
+
+    Hayhooks keeps deployed wrappers in a process-wide registry, and an app refuses to start when a name is taken
+    (its routes would be missing): the registry is cleared before and after, as another module serves its own app.
+    """
+    from hayhooks.server.pipelines.registry import registry
+
     from pipelines.app import create_app, running_server
+
+    registry.clear()
 
     folder = tmp_path_factory.mktemp("bad-inputs")
     with pytest.MonkeyPatch.context() as mp:
@@ -48,6 +56,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             upload = client.post("/indexing/run", files=[("files", ("lambda.md", "# Lambda\n\n" + _topic("lambda")))])
             assert upload.status_code == 200, upload.text
             yield {"client": client, "folder": folder}
+    registry.clear()
     release_all_clients()
 
 
