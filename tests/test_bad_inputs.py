@@ -290,3 +290,21 @@ def test_cli_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[
         main(argv, out=io.StringIO())
     assert raised.value.code == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_server_refuses_to_start_when_a_pipeline_cannot_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing models folder used to give a server whose /status said "Up!" while /query/run was a 404."""
+    from hayhooks.server.pipelines.registry import registry
+
+    from pipelines.app import create_app, running_server
+
+    monkeypatch.setenv("ADAPTIVE_MODELS_DIR", str(tmp_path / "no-models"))
+    monkeypatch.setenv("ADAPTIVE_QDRANT_PATH", str(tmp_path / "qdrant"))
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    registry.clear()
+    try:
+        with pytest.raises(RuntimeError, match="stopped while starting"), running_server(create_app(), timeout=120):
+            pass
+    finally:
+        registry.clear()
+        release_all_clients()
