@@ -292,6 +292,8 @@ def test_cli_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[
     assert "usage:" in capsys.readouterr().err
 
 
+# uvicorn ends its thread with SystemExit(3) when the lifespan fails: that is the refusal itself.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_server_refuses_to_start_when_a_pipeline_cannot_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A missing models folder used to give a server whose /status said "Up!" while /query/run was a 404."""
     from hayhooks.server.pipelines.registry import registry
