@@ -8,8 +8,9 @@ Usage::
     adaptive-retrieval index docs/ notes.md          # progress bar; unchanged files are skipped
     adaptive-retrieval query "What does Section 3.2 say about termination?"
     adaptive-retrieval query --json "error E1045"    # the full response with diagnostics, as JSON
+    adaptive-retrieval delete notes.md               # remove a source (chunks, summaries, graph, upload)
     adaptive-retrieval stats --store .adaptive/qdrant  # per source: chunks, summaries, graph chunks, state
-    adaptive-retrieval serve --port 1416             # Hayhooks REST app (+ /diagrams)
+    adaptive-retrieval serve --port 1416             # Hayhooks REST app, read-only (+ /mcp, /diagrams)
     adaptive-retrieval draw --out build/diagrams --format mmd svg png html
 """
 
@@ -21,6 +22,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 STORE_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
@@ -40,6 +42,52 @@ def _store_overrides(args: argparse.Namespace) -> dict[str, str]:
     if getattr(args, "store", None):
         return {"path": os.path.abspath(args.store)}
     return {}
+
+
+def _store_owner(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The live server that owns the local store this command would open (``None``: nobody, or a store server)."""
+    from pipelines.ownership import local_store_path, store_owner
+
+    if getattr(args, "url", None):
+        return None
+    path = local_store_path(os.path.abspath(args.store) if getattr(args, "store", None) else None)
+    return None if path is None else store_owner(path)
+
+
+def _owned_message(owner: dict[str, Any]) -> str:
+    return f"the store {owner.get('store')} is served by process {owner['pid']} at {owner.get('url')}"
+
+
+def _call_server(owner: dict[str, Any], method: str, route: str, **kwargs: Any) -> Any:
+    """``method`` ``route`` on the server that owns the store, with ``$ADAPTIVE_API_TOKEN`` when set; the JSON
+    answer, or a :class:`CliError` that names the server."""
+    import httpx
+    from haystack.utils import Secret
+
+    from pipelines.security import TOKEN_ENV
+
+    headers = {}
+    if token := Secret.from_env_var(TOKEN_ENV, strict=False).resolve_value():
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        response = httpx.request(method, f"{owner['url']}{route}", headers=headers, timeout=600, **kwargs)
+    except httpx.HTTPError as err:
+        msg = (
+            f"{_owned_message(owner)}, which did not answer ({err}); try again, or delete {owner.get('file')} "
+            "if that process is not this store's server"
+        )
+        raise CliError(msg) from err
+    if response.status_code == 401:
+        msg = f"{_owned_message(owner)}, which requires a token: set ${TOKEN_ENV}"
+        raise CliError(msg)
+    if response.status_code != 200:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        msg = f"{_owned_message(owner)}, which answered {response.status_code}: {detail}"
+        raise CliError(msg)
+    return response.json()
 
 
 def _progress_callback(out: TextIO) -> tuple[Any, Any]:
@@ -68,6 +116,12 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     if not files:
         supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
         msg = f"No supported file under {', '.join(args.paths)} (supported: {supported})"
+        raise CliError(msg)
+    if owner := _store_owner(args):
+        msg = (
+            f"{_owned_message(owner)}: stop that server to index from the command line, or upload through it "
+            f"(curl -s {owner.get('url')}/indexing/run -F files=@FILE)"
+        )
         raise CliError(msg)
     pipeline = load_pipeline("indexing", **_store_overrides(args))
     bar, progress = _progress_callback(sys.stderr)
@@ -134,8 +188,14 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     if not text:
         msg = "The query is empty: pass a question or keywords, e.g. adaptive-retrieval query 'what is MMR?'"
         raise CliError(msg)
-    pipeline = load_pipeline("query", **_store_overrides(args))
-    response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
+    if owner := _store_owner(args):
+        # One process owns an embedded store: ask it rather than open the folder a second time.
+        print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
+        body = {"query": text, **({"top_k": args.top_k} if args.top_k else {})}
+        response = QueryResponse.model_validate(_call_server(owner, "POST", "/query/run", json=body)["result"])
+    else:
+        pipeline = load_pipeline("query", **_store_overrides(args))
+        response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
     if args.json:
         print(response.model_dump_json(indent=2), file=out)
     else:
@@ -143,9 +203,40 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
+    """Delete indexed sources: their chunks, summaries and graph records, and the file when it is an upload."""
+    if owner := _store_owner(args):
+        print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
+        # The server resolves names against its own working directory: send paths that exist here as absolute.
+        names = [str(Path(n).resolve()) if ("/" in n and Path(n).exists()) else n for n in args.sources]
+        removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
+    else:
+        from pipelines.indexing_pipeline import graph_store_of, store_of
+        from pipelines.serving import uploads_dir
+        from pipelines.sources import SourceNotFoundError, delete_sources
+        from pipelines.yaml_io import load_pipeline
+
+        pipeline = load_pipeline("indexing", **_store_overrides(args))
+        store = store_of(pipeline)
+        try:
+            removed = delete_sources(store, args.sources, uploads_dir(store), graph_store_of(pipeline))
+        except SourceNotFoundError as err:
+            raise CliError(str(err)) from err
+    for item in removed:
+        file = "; uploaded file removed" if item["file_removed"] else ""
+        print(
+            f"{item['source']}: {item['documents_removed']} documents, "
+            f"{item['graph_chunks_removed']} graph chunks removed{file}",
+            file=out,
+        )
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    """Serve the wrappers under ``pipelines/`` with Hayhooks (plus ``/diagrams``)."""
+    """Serve the wrappers under ``pipelines/`` read-only with Hayhooks, plus MCP at ``/mcp`` and ``/diagrams``
+    (see README "Serving securely" for the token, CORS and Host settings)."""
     from hayhooks.server.app import run_app
+    from hayhooks.server.exceptions import PipelineModuleLoadError
 
     from pipelines.app import create_app
 
@@ -156,9 +247,15 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     elif "path" in overrides:
         os.environ[STORE_PATH_ENV] = overrides["path"]
         os.environ.pop(QDRANT_URL_ENV, None)
-    print(f"serving on http://{args.host}:{args.port} (docs at /docs, diagrams at /diagrams)", file=out)
+    if owner := _store_owner(args):
+        raise CliError(f"{_owned_message(owner)}: stop it first, or serve another --store")
+    try:
+        app = create_app(args.pipelines_dir, host=args.host, port=args.port)
+    except PipelineModuleLoadError as err:
+        raise CliError(str(err)) from err
+    print(f"serving on http://{args.host}:{args.port} (docs at /docs, MCP at /mcp, diagrams at /diagrams)", file=out)
     out.flush()
-    run_app(create_app(args.pipelines_dir), host=args.host, port=args.port)
+    run_app(app, host=args.host, port=args.port)
     return 0
 
 
@@ -216,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,stats,serve,draw}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,delete,stats,serve,draw}")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
     store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
@@ -240,6 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipelines-dir", default=None, help="folder of pipeline wrappers (default: the package's)")
     p.set_defaults(func=cmd_serve)
 
+    p = sub.add_parser("delete", parents=[store], help="delete indexed sources", description=cmd_delete.__doc__)
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="an indexed file's path, or an upload's file name")
+    p.set_defaults(func=cmd_delete)
+
     p = sub.add_parser("stats", parents=[store], help="what an index holds, per source", description=cmd_stats.__doc__)
     p.add_argument("--json", action="store_true", help='print {"sources": {...}, "totals": {...}} as JSON')
     p.set_defaults(func=cmd_stats)
@@ -261,15 +362,19 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--top-k must be at least 1")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")
+    from haystack.core.errors import PipelineError, PipelineRuntimeError
+
     from pipelines.drawing import RendererNotInstalledError
     from pipelines.yaml_io import PipelineLoadError
 
+    known = (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError)
     try:
         return args.func(args, out)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError) as err:
+    except (*known, PipelineError, PipelineRuntimeError) as err:
+        # PipelineError: a component failed loudly (e.g. a store path that is a file); its message names it.
         # RuntimeError covers Qdrant's "storage folder is already accessed by another instance" (a server holds
         # the folder): its message says what to do.
         print(f"error: {err}", file=sys.stderr)

@@ -1,7 +1,10 @@
-"""The REST app: Hayhooks' own app (exactly what ``hayhooks run --pipelines-dir pipelines`` builds) plus
-browser-friendly diagram routes.
+"""The served app: Hayhooks' app for the wrappers, read-only, behind a guard, with MCP in the same process.
 
-``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the local
+``create_app`` builds Hayhooks' app with the pipeline set fixed at start-up (no ``/deploy_files``,
+``/deploy-yaml``, ``/undeploy``), and wraps it with: MCP at ``/mcp`` (the ``query`` tool only, on the same
+pipelines and store), ``DELETE /sources``, Swagger UI at ``/docs`` served from a package (offline), and
+:class:`~pipelines.security.GuardMiddleware` (optional bearer token, Host check, CORS allow-list, no server paths
+in 5xx bodies). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the local
 ``node_modules``; ``GET /diagrams/{name}.mmd`` is the mermaid text and ``GET /diagrams/{name}.svg`` an SVG
 rendered on the server by mermaid-cli. ``adaptive-retrieval serve`` runs this app.
 
@@ -10,28 +13,37 @@ Usage::
     from pipelines.app import create_app
     import uvicorn
 
-    uvicorn.run(create_app(), host="127.0.0.1", port=1416)
+    uvicorn.run(create_app(host="127.0.0.1", port=1416), host="127.0.0.1", port=1416)
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import socket
 import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 
 from pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_js, mermaid_texts, render
 
+logger = logging.getLogger(__name__)
 PIPELINES_DIR = Path(__file__).resolve().parent
 _RENDER_DIR = Path(tempfile.gettempdir()) / "adaptive-retrieval-diagrams"
 _RENDER_LOCK = threading.Lock()
@@ -82,17 +94,157 @@ def diagram_router() -> APIRouter:
     return router
 
 
-def create_app(pipelines_dir: str | Path | None = None) -> FastAPI:
-    """Hayhooks' app serving the wrappers under ``pipelines_dir`` (default: this package's folder), plus the
-    diagram routes. The wrappers are deployed when the app starts (its lifespan), as with ``hayhooks run``."""
+def docs_router(openapi_url: str = "/openapi.json", title: str = "Adaptive retrieval") -> APIRouter:
+    """``/docs`` (Swagger UI) and ``/redoc`` with their scripts served from the ``fastapi-offline`` package instead
+    of a CDN, so the API docs work offline; ``/docs/assets/{name}`` serves those files."""
+    import fastapi_offline
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+
+    static = Path(fastapi_offline.__file__).resolve().parent / "static"
+    assets = {p.name: p for p in static.iterdir() if p.is_file()}
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/docs")
+    def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=openapi_url,
+            title=f"{title} - Swagger UI",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon.png",
+        )
+
+    @router.get("/redoc")
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=openapi_url,
+            title=f"{title} - ReDoc",
+            redoc_js_url="/docs/assets/redoc.standalone.js",
+            redoc_favicon_url="/docs/assets/favicon.png",
+            with_google_fonts=False,
+        )
+
+    @router.get("/docs/assets/{name}")
+    def asset(name: str) -> FileResponse:
+        if name not in assets:
+            raise HTTPException(status_code=404, detail=f"No docs asset '{name}'")
+        return FileResponse(assets[name])
+
+    @router.get("/draw/{name}")
+    def draw(name: str) -> RedirectResponse:
+        # Hayhooks' own /draw renders through mermaid.ink (a web service): send it to the offline diagrams.
+        if name not in PIPELINE_NAMES:
+            raise HTTPException(status_code=404, detail=f"No pipeline '{name}': choose from {list(PIPELINE_NAMES)}")
+        return RedirectResponse(f"/diagrams/{name}.svg")
+
+    return router
+
+
+def sources_router() -> APIRouter:
+    """``DELETE /sources?source=NAME`` (repeatable): delete indexed sources with the indexing wrapper."""
+    from pipelines.sources import SourceNotFoundError
+
+    router = APIRouter(tags=["sources"])
+
+    @router.delete("/sources", summary="Delete sources: their chunks, summaries, graph records and uploaded file")
+    def delete(request: Request, source: Annotated[list[str], Query(min_length=1, max_length=1000)]) -> dict:
+        wrapper = request.app.state.pipeline_registry.get("indexing")
+        if wrapper is None:
+            raise HTTPException(status_code=503, detail="The indexing pipeline is not deployed")
+        try:
+            return {"deleted": wrapper.delete_sources(source)}
+        except SourceNotFoundError as err:
+            raise HTTPException(status_code=404, detail=str(err)) from err
+
+    return router
+
+
+def _document_bearer_auth(app: FastAPI) -> None:
+    """Declare the bearer token in ``app``'s OpenAPI schema, so that ``/docs`` has an "Authorize" button (FastAPI's
+    documented way to extend the schema: replace ``app.openapi``)."""
+    generate = app.openapi
+
+    def openapi() -> dict:
+        schema = generate()
+        schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The value of $ADAPTIVE_API_TOKEN",
+        }
+        schema["security"] = [{"bearer": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 1416) -> FastAPI:
+    """The served app: Hayhooks' app for the wrappers under ``pipelines_dir`` (default: this package's folder)
+    with the pipeline set fixed at start-up (no deploy/undeploy routes), plus ``/diagrams``, ``DELETE /sources``,
+    MCP at ``/mcp`` (same process, same pipelines and store) and offline ``/docs``, behind
+    :class:`~pipelines.security.GuardMiddleware` (token, Host check, CORS allow-list, no paths in 5xx bodies).
+
+    ``host`` and ``port`` are where it will be served: the Host check follows ``host`` and the store's owner
+    file records the URL. The policy comes from the environment (:meth:`ServingPolicy.from_env`).
+    """
+    from fastapi.middleware.cors import CORSMiddleware
     from hayhooks.server.app import create_app as create_hayhooks_app
     from hayhooks.settings import settings
+    from pydantic import SecretStr
 
+    from pipelines.mcp_app import McpEndpoint
+    from pipelines.ownership import local_store_path, release_store
+    from pipelines.security import GuardMiddleware, ServingPolicy, is_loopback, mark_guarded
+
+    policy = ServingPolicy.from_env(host)
     settings.pipelines_dir = str(Path(pipelines_dir or PIPELINES_DIR).resolve())
-    app = create_hayhooks_app()
-    app.include_router(diagram_router())
-    app.add_exception_handler(RequestValidationError, validation_error_response)
-    require_deployed(app, Path(settings.pipelines_dir))
+    settings.host, settings.port = host, port
+    # CORS is the outer app's (one layer for REST and MCP, from the allow-list); Hayhooks' own allows every origin.
+    settings.cors_allow_origins = []
+    # Hayhooks' durable mode is its fixed pipeline set: loaded once at start-up, no deploy/undeploy routes.
+    settings.durable_mode = not policy.allow_deploy
+    if policy.allow_deploy:
+        logger.warning(
+            "$ADAPTIVE_DEV_ALLOW_DEPLOY is set: /deploy_files, /deploy-yaml and /undeploy are served, and anyone "
+            "who can reach this server can run code as this user. Development only."
+        )
+    if not is_loopback(host) and policy.token is None:
+        logger.warning("Serving on %s without $ADAPTIVE_API_TOKEN: anyone who can reach it can query and upload", host)
+    mark_guarded()
+    inner = create_hayhooks_app()
+    inner.include_router(diagram_router())
+    inner.include_router(sources_router())
+    inner.add_exception_handler(RequestValidationError, validation_error_response)
+    if policy.token is not None:
+        _document_bearer_auth(inner)
+        # Hayhooks' /traces routes check their own bearer token: make it the same one.
+        settings.tracing_token = SecretStr(policy.token.resolve_value() or "")
+    mcp = McpEndpoint(inner.state.pipeline_registry)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # A mounted app's lifespan does not run by itself: Hayhooks' (which deploys in development mode) and
+        # the MCP session manager's run here.
+        async with inner.router.lifespan_context(inner), mcp.run():
+            try:
+                yield
+            finally:
+                if (store := local_store_path()) is not None:
+                    release_store(store)
+
+    app = FastAPI(title="Adaptive retrieval", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.pipeline_registry = inner.state.pipeline_registry
+    app.state.policy = policy
+    app.include_router(docs_router())
+    app.add_route("/mcp", mcp, include_in_schema=False)
+    app.mount("/", inner)
+    app.add_middleware(GuardMiddleware, policy=policy)
+    if policy.cors_origins:  # outermost: a preflight carries no token
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(policy.cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["authorization", "content-type", "mcp-protocol-version", "mcp-session-id"],
+        )
     return app
 
 
@@ -124,33 +276,6 @@ async def validation_error_response(request: Request, exc: Exception) -> JSONRes
     )
 
 
-def require_deployed(app: FastAPI, pipelines_dir: Path) -> None:
-    """Make startup fail unless every wrapper under ``pipelines_dir`` deployed.
-
-    Hayhooks logs a wrapper whose ``setup()`` raised (missing models, locked store) and serves without its
-    routes, so ``/status`` said "Up!" while ``/query/run`` was a 404; raising in the lifespan makes uvicorn
-    refuse to start instead, with the reason.
-    """
-    expected = sorted(d.name for d in pipelines_dir.iterdir() if (d / "pipeline_wrapper.py").is_file())
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def checked(app: FastAPI) -> AsyncIterator[None]:
-        async with inner(app):
-            # This app's routes, not the process-wide registry: a second app in one process deploys nothing.
-            paths = {getattr(route, "path", "") for route in app.routes}
-            missing = [name for name in expected if f"/{name}/run" not in paths]
-            if missing:
-                msg = (
-                    f"Pipeline(s) {missing} failed to load (see the log above): refusing to serve without them. "
-                    "Check the models folder and that no other process holds the store."
-                )
-                raise RuntimeError(msg)
-            yield
-
-    app.router.lifespan_context = checked
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that is free on ``host`` right now."""
     with socket.socket() as sock:
@@ -167,7 +292,8 @@ def running_server(
 
     Usage::
 
-        with running_server(create_app()) as url:
+        port = free_port()
+        with running_server(create_app(port=port), port=port) as url:
             httpx.post(f"{url}/query/run", json={"query": "..."})
     """
     import uvicorn

@@ -255,7 +255,7 @@ class AdaptiveSystem:
 
     def index(self, evalset: EvalSet, batch: int = 256, force: bool = False) -> dict[str, Any]:
         """Index the passages through the indexing YAML (skipped when this corpus is already indexed)."""
-        from pipelines.indexing_pipeline import store_of
+        from pipelines.indexing_pipeline import optimize_store, store_of
         from pipelines.yaml_io import load_pipeline
 
         folder = self.root / self.key(evalset)
@@ -299,6 +299,7 @@ class AdaptiveSystem:
                     }
                 )
                 written += result["writer"]["documents_written"]
+            optimize_store(store_of(indexing))
             stats = {
                 "passages": len(evalset.passages),
                 "chunks": store_of(indexing).count_documents(),

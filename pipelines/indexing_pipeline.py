@@ -41,7 +41,6 @@ from components.models.document_embedder import OnnxDocumentEmbedder
 from components.models.paths import DEFAULT_MODEL
 from components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from components.stores.graph_store import GraphStore
-from components.stores.qdrant_store import SharedQdrantDocumentStore
 from pipelines.limits import Limits
 from pipelines.store_config import make_graph_store, make_store
 
@@ -58,14 +57,15 @@ SUPPORTED_SUFFIXES = {
 
 
 def build_indexing_pipeline(
-    store: SharedQdrantDocumentStore | None = None,
+    store: Any = None,
     model: str = DEFAULT_MODEL,
     precision: str = "int8",
     chunk_words: int = 180,
     progress_bar: bool = True,
     graph_store: GraphStore | None = None,
 ) -> Pipeline:
-    """Build the indexing pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``) and
+    """Build the indexing pipeline over ``store`` (default: the server at
+    ``$QDRANT_URL``, else embedded Qdrant Edge at ``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``) and
     ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
 
     Chunks also go to the knowledge graph: entity extraction → graph writer (incremental per document) →
@@ -300,6 +300,7 @@ def index_paths(
         write_manifests(store, [complete_record(s, hashes[s], n) for s, n in done.items()])
         if progress is not None:
             progress(start + len(batch), len(todo_run))
+    optimize_store(store)
     return {
         "files": len(files),
         "indexed": len(todo) - len(failed),
@@ -309,6 +310,14 @@ def index_paths(
         "redone": len(set(state.unfinished) & {str(f) for f in todo}),
         "failed": failed,
     }
+
+
+def optimize_store(store: Any) -> None:
+    """After a bulk write: let an embedded store build its HNSW graph when enough was written (a server
+    optimises by itself, and a store without ``optimize`` needs nothing)."""
+    optimize = getattr(store, "optimize", None)
+    if callable(optimize):
+        optimize()
 
 
 def graph_store_of(pipeline: Pipeline) -> GraphStore | None:

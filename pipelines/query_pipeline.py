@@ -20,13 +20,11 @@ from components.models.text_embedder import OnnxTextEmbedder
 from components.ranking.late_interaction_ranker import LateInteractionRanker
 from components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from components.retrieval.graph_local_retriever import GraphLocalRetriever
-from components.retrieval.qdrant_dense_retriever import QdrantDenseRetriever
-from components.retrieval.qdrant_sparse_retriever import QdrantSparseRetriever
 from components.retrieval.section_tree_retriever import SectionTreeRetriever
+from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from components.routing.intent_router import IntentRouter
 from components.selection.mmr_selector import MMRSelector
 from components.stores.graph_store import GraphStore
-from components.stores.qdrant_store import SharedQdrantDocumentStore
 from pipelines.store_config import make_graph_store, make_store
 from pipelines.timing import stage_timings
 
@@ -43,13 +41,14 @@ MAX_QUERY_CHARS = 4000
 
 
 def build_query_pipeline(
-    store: SharedQdrantDocumentStore | None = None,
+    store: Any = None,
     model: str = DEFAULT_MODEL,
     precision: str = "int8",
     profiles: dict[str, dict[str, Any]] | None = None,
     graph_store: GraphStore | None = None,
 ) -> Pipeline:
-    """Build the query pipeline over ``store`` (default: local Qdrant at ``.adaptive/qdrant``) and
+    """Build the query pipeline over ``store`` (default: the server at
+    ``$QDRANT_URL``, else embedded Qdrant Edge at ``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``) and
     ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder)."""
     store = store or make_store()
     graph_store = graph_store or make_graph_store(qdrant_path=store.path)
@@ -57,8 +56,8 @@ def build_query_pipeline(
     p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision))
     p.add_component("sparse_embedder", Bm25TextEmbedder())
     p.add_component("router", IntentRouter(model=model, precision=precision, profiles=profiles))
-    p.add_component("dense", QdrantDenseRetriever(document_store=store, filters=CHUNKS_ONLY))
-    p.add_component("sparse", QdrantSparseRetriever(document_store=store, filters=CHUNKS_ONLY))
+    p.add_component("dense", DenseRetriever(document_store=store, filters=CHUNKS_ONLY))
+    p.add_component("sparse", SparseRetriever(document_store=store, filters=CHUNKS_ONLY))
     p.add_component("section", SectionTreeRetriever(document_store=store))
     p.add_component("graph_local", GraphLocalRetriever(graph_store=graph_store, document_store=store))
     p.add_component("graph_global", GraphGlobalRetriever(graph_store=graph_store, document_store=store))

@@ -44,9 +44,13 @@ _SETUP_LOCK = threading.Lock()
 def load_served_pipeline(name: str) -> Pipeline:
     """``yaml/<name>.yaml`` loaded (store from ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH``) and warmed up, one
     wrapper at a time."""
+    from pipelines.ownership import claim_served_store
+    from pipelines.security import require_safe_hayhooks
     from pipelines.yaml_io import load_pipeline
 
+    require_safe_hayhooks()
     with _SETUP_LOCK:
+        claim_served_store()
         pipeline = load_pipeline(name)
         pipeline.warm_up()
         return pipeline

@@ -1,4 +1,5 @@
-"""The document store both pipelines share, configured from arguments or the environment."""
+"""The document store both pipelines share, configured from arguments or the environment: Qdrant Edge in
+process for a local folder (the default), qdrant-haystack's ``QdrantDocumentStore`` for a Qdrant server."""
 
 from __future__ import annotations
 
@@ -8,63 +9,52 @@ from typing import Any
 
 from haystack.utils import Secret
 
+from components.stores.edge_document_store import DEFAULT_PATH, DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
+from components.stores.edge_document_store import PATH_ENV as QDRANT_PATH_ENV
 from components.stores.graph_store import GraphStore
 from components.stores.neo4j_graph_store import Neo4jGraphStore
-from components.stores.qdrant_store import SharedQdrantDocumentStore
 from components.stores.sqlite_graph_store import SQLiteGraphStore
 
-DEFAULT_PATH = ".adaptive/qdrant"
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
 QDRANT_URL_ENV = "QDRANT_URL"
-QDRANT_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
 #: The embedded graph store is a SQLite file next to the Qdrant folder (``.adaptive/graph.sqlite``).
 GRAPH_FILE = "graph.sqlite"
 GRAPH_PATH_ENV = "ADAPTIVE_GRAPH_PATH"
 NEO4J_URI_ENV = "NEO4J_URI"
 NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
-
-#: Payload indexes that make the filters the pipelines use (source replacement, sections, levels) fast.
-PAYLOAD_INDEXES = [
-    {"field_name": "meta.doc_id", "field_schema": "keyword"},
-    {"field_name": "meta.source", "field_schema": "keyword"},
-    {"field_name": "meta.section_id", "field_schema": "keyword"},
-    {"field_name": "meta.level", "field_schema": "integer"},
-]
+__all__ = ["DEFAULT_PATH", "QDRANT_PATH_ENV", "make_graph_store", "make_store"]
 
 
-def store_parameters(
+def make_store(
     path: str | None = None,
     url: str | None = None,
     index: str = DEFAULT_INDEX,
     embedding_dim: int = DEFAULT_DIM,
     **extra: Any,
-) -> dict[str, Any]:
-    """Init parameters of the shared store: ``url`` (or ``$QDRANT_URL``) for a server, else a local ``path``
-    (``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``). Extra keyword arguments (``shard_number``,
-    ``replication_factor``, ``on_disk``...) pass through to ``QdrantDocumentStore``."""
+) -> Any:
+    """The document store: a Qdrant server at ``url`` (or ``$QDRANT_URL``) through qdrant-haystack's
+    ``QdrantDocumentStore`` (extra keyword arguments such as ``shard_number``, ``replication_factor``, ``on_disk``
+    pass through to it), else an embedded :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
+    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``.adaptive/qdrant``)."""
     url = url or os.environ.get(QDRANT_URL_ENV) or None
-    params: dict[str, Any] = {
-        "index": index,
-        "embedding_dim": embedding_dim,
-        "use_sparse_embeddings": True,
-        "sparse_idf": True,
-        "progress_bar": False,
-    }
     if url:
-        # Local mode ignores payload indexes (and warns); a server needs them for fast filtered deletes.
-        params["payload_fields_to_index"] = PAYLOAD_INDEXES
-        params["url"] = url
-        params["api_key"] = Secret.from_env_var("QDRANT_API_KEY", strict=False)
-    else:
-        params["path"] = path or os.environ.get(QDRANT_PATH_ENV) or DEFAULT_PATH
-    params.update(extra)
-    return params
+        from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
-
-def make_store(**kwargs: Any) -> SharedQdrantDocumentStore:
-    """A :class:`SharedQdrantDocumentStore` built from :func:`store_parameters`."""
-    return SharedQdrantDocumentStore(**store_parameters(**kwargs))
+        return QdrantDocumentStore(
+            url=url,
+            api_key=Secret.from_env_var("QDRANT_API_KEY", strict=False),
+            index=index,
+            embedding_dim=embedding_dim,
+            use_sparse_embeddings=True,
+            sparse_idf=True,
+            progress_bar=False,
+            payload_fields_to_index=[
+                {"field_name": field, "field_schema": schema} for field, schema in DEFAULT_PAYLOAD_INDEXES.items()
+            ],
+            **extra,
+        )
+    return EdgeDocumentStore(path=path, index=index, embedding_dim=embedding_dim, **extra)
 
 
 def default_graph_path(qdrant_path: str | None = None) -> str:

@@ -8,7 +8,6 @@ from typing import Any
 
 from haystack import Pipeline
 from haystack.marshal import YamlMarshaller
-from haystack.utils import Secret
 
 import yaml
 from pipelines.store_config import (
@@ -18,6 +17,7 @@ from pipelines.store_config import (
     QDRANT_URL_ENV,
     default_graph_path,
     make_graph_store,
+    make_store,
 )
 
 #: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed).
@@ -32,20 +32,15 @@ class PipelineLoadError(ValueError):
 
 
 def _override_stores(node: Any, overrides: dict[str, Any]) -> None:
+    """Replace every document store in the YAML tree by the one ``overrides`` name (``url``: a Qdrant server;
+    ``path``: an embedded Edge folder), keeping its collection name and dimension."""
     if isinstance(node, dict):
         store = node.get("document_store")
         if isinstance(store, dict) and "init_parameters" in store:
             params = store["init_parameters"]
-            if overrides.get("url"):
-                params["path"] = None
-                params["location"] = None
-                if not params.get("api_key"):
-                    # A server takes its key from $QDRANT_API_KEY at connection time; YAML keeps the reference.
-                    params["api_key"] = Secret.from_env_var(QDRANT_API_KEY_ENV, strict=False).to_dict()
-            elif overrides.get("path"):
-                params["url"] = None
-                params["api_key"] = None
-            params.update({k: v for k, v in overrides.items() if v is not None})
+            kept = {k: params[k] for k in ("index", "embedding_dim") if params.get(k) is not None}
+            kept.update({k: v for k, v in overrides.items() if v is not None})
+            node["document_store"] = make_store(**kept).to_dict()
         for value in node.values():
             _override_stores(value, overrides)
     elif isinstance(node, list):
@@ -77,7 +72,6 @@ def _override_graph_stores(node: Any, overrides: dict[str, Any]) -> None:
 
 #: Overrides for every model component (embedders, router, rankers) rather than for a store.
 RUNTIME_OVERRIDES = ("device", "precision")
-QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
 DEVICE_ENV, PRECISION_ENV = "ADAPTIVE_DEVICE", "ADAPTIVE_PRECISION"
 QDRANT_SHARDS_ENV, QDRANT_REPLICATION_ENV = "ADAPTIVE_QDRANT_SHARDS", "ADAPTIVE_QDRANT_REPLICATION"
 

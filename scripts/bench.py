@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     args = parser.parse_args(argv)
     root = Path(args.root)
     if args.worker:
-        from components.stores.qdrant_store import release_all_clients
+        from components.stores.edge_document_store import release_all_clients
 
         result = worker(args.worker, args.queries, root)
         Path(args.worker_out).write_text(json.dumps(result))
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     print(markdown({**report, "sizes": measured}))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
-    from components.stores.qdrant_store import release_all_clients
+    from components.stores.edge_document_store import release_all_clients
 
     release_all_clients()
     return report

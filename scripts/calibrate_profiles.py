@@ -52,7 +52,7 @@ from components.routing.profiles import (  # noqa: E402
     validate_profiles,
 )
 from components.selection.mmr_selector import MMRSelector  # noqa: E402
-from components.stores.qdrant_store import release_all_clients  # noqa: E402
+from components.stores.edge_document_store import release_all_clients  # noqa: E402
 from pipelines.eval_data import EvalSet, Question, load_aragog, load_hotpot, load_wiki2  # noqa: E402
 from pipelines.eval_metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
 from pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402

@@ -29,7 +29,7 @@ from typing import Any
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 from pipelines.eval_data import EvalSet, load_aragog, load_hotpot, load_jsonl, load_wiki2
 from pipelines.eval_metrics import METRICS, aggregate, percentiles, question_metrics
 from pipelines.eval_systems import ADAPTIVE, ALL_SYSTEMS, STOCK_SYSTEMS, AdaptiveSystem, StockSystems, eval_folder

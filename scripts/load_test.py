@@ -117,7 +117,7 @@ def run_clients(url: str, clients: int, seconds: float, max_requests: int, phase
 
 def snapshot(store_path: Path) -> set[str]:
     """Every document id in the store (opened in this process, so only while the server is stopped)."""
-    from components.stores.qdrant_store import release_all_clients
+    from components.stores.edge_document_store import release_all_clients
     from pipelines.store_config import make_store
 
     try:
@@ -252,7 +252,7 @@ def main() -> int:
     written = sum(u["chunks_written"] for u in uploads)
     deleted = sum(u["chunks_deleted"] for u in uploads)
     lost = ids_before - ids_after
-    from components.stores.qdrant_store import release_all_clients
+    from components.stores.edge_document_store import release_all_clients
     from pipelines.store_config import make_store
 
     retrievable = len(make_store(path=str(store_path)).get_documents_by_id(sorted(ids_after)))

@@ -12,7 +12,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from components.models.export import export_model
 from components.models.paths import DEFAULT_MODEL, default_models_dir
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 
 REFERENCE_TOPICS = [
     "while",

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 
 LONE_SURROGATE_JSON = '{"query": "what is \\ud800 a lambda"}'
 LONG_NAME = "n" * 296 + ".md"
@@ -252,8 +252,8 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 CLI_CASES = [
     ("query: empty", ["query", ""], "empty"),
     ("query: whitespace", ["query", "   "], "empty"),
-    ("query: too long", ["query", "x" * 4001], "limit is 4000"),
-    ("query: store is a file", ["query", "--store", "{folder}/empty.md", "lambda"], "retrieval failed"),
+    ("query: too long", ["query", "--store", "{tmp}/q0", "x" * 4001], "limit is 4000"),
+    ("query: store is a file", ["query", "--store", "{folder}/empty.md", "lambda"], "empty.md"),
     ("index: missing path", ["index", "--store", "{tmp}/s1", "{folder}/missing"], "does not exist"),
     ("index: no supported file", ["index", "--store", "{tmp}/s2", "{folder}/notext"], "no supported file"),
     ("index: empty file", ["index", "--store", "{tmp}/s3", "{folder}/empty.md"], "yielded no text"),
@@ -292,8 +292,6 @@ def test_cli_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[
     assert "usage:" in capsys.readouterr().err
 
 
-# uvicorn ends its thread with SystemExit(3) when the lifespan fails: that is the refusal itself.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_server_refuses_to_start_when_a_pipeline_cannot_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A missing models folder used to give a server whose /status said "Up!" while /query/run was a 404."""
     from hayhooks.server.pipelines.registry import registry
@@ -305,7 +303,8 @@ def test_server_refuses_to_start_when_a_pipeline_cannot_load(tmp_path: Path, mon
     monkeypatch.delenv("QDRANT_URL", raising=False)
     registry.clear()
     try:
-        with pytest.raises(RuntimeError, match="stopped while starting"), running_server(create_app(), timeout=120):
+        # The pipelines load while the app is built (Hayhooks' fixed pipeline set): building it fails.
+        with pytest.raises(Exception, match="Model folder"), running_server(create_app(), timeout=120):
             pass
     finally:
         registry.clear()

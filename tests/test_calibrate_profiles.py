@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from components.routing.profiles import DEFAULT_PROFILES, validate_profiles
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 
 ROOT = Path(__file__).resolve().parents[1]
 

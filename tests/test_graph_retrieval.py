@@ -1,4 +1,4 @@
-"""Graph channels on a small real index (Qdrant local mode, ONNX embeddings, SQLite graph): the bridge hop,
+"""Graph channels on a small real index (Qdrant Edge, ONNX embeddings, SQLite graph): the bridge hop,
 incremental updates, communities and the global channel, and how the pipelines wire and load them."""
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from components.models.sparse_text_embedder import Bm25TextEmbedder
 from components.models.text_embedder import OnnxTextEmbedder
 from components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from components.retrieval.graph_local_retriever import GraphLocalRetriever
-from components.retrieval.qdrant_dense_retriever import QdrantDenseRetriever
-from components.retrieval.qdrant_sparse_retriever import QdrantSparseRetriever
-from components.stores.qdrant_store import release_all_clients
+from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from components.stores.edge_document_store import release_all_clients
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from pipelines.store_config import make_store
 
@@ -63,7 +62,7 @@ def passage(title: str, text: str) -> Document:
 
 
 class Index:
-    """A real small index: Qdrant local mode + ONNX INT8 embeddings + the SQLite graph."""
+    """A real small index: Qdrant Edge + ONNX INT8 embeddings + the SQLite graph."""
 
     def __init__(self, folder: Path) -> None:
         self.store = make_store(path=str(folder / "qdrant"))
@@ -105,7 +104,7 @@ def test_graph_local_finds_a_bridge_passage_that_shares_no_word_with_the_query(i
     assert not words(BRIDGE_QUERY) & (words(bridge) | words("Maximum Overdrive"))  # the premise of the test
 
     # BM25 cannot reach it: no query term occurs in it.
-    sparse = QdrantSparseRetriever(document_store=index.store)
+    sparse = SparseRetriever(document_store=index.store)
     query_sparse = Bm25TextEmbedder().run(text=BRIDGE_QUERY)["sparse_embedding"]
     assert "Maximum Overdrive" not in titles(sparse.run(query_sparse_embedding=query_sparse, top_k=5)["documents"])
 
@@ -128,16 +127,31 @@ def test_graph_local_reuses_the_dense_channels_hits_for_its_seeds(index: Index) 
     vector = index.vector(BRIDGE_QUERY)
     own = GraphLocalRetriever(graph_store=index.graph, document_store=index.store, top_k=3)
     expected = own.run(query=BRIDGE_QUERY, query_embedding=vector)["documents"]
-    dense = QdrantDenseRetriever(document_store=index.store, top_k=20).run(query_embedding=vector)["documents"]
+    dense = DenseRetriever(document_store=index.store, top_k=20).run(query_embedding=vector)["documents"]
 
-    searches: list[int] = []
-    reused = GraphLocalRetriever(graph_store=index.graph, document_store=index.store, top_k=3)
-    original = reused._dense.run
-    reused._dense.run = lambda **kw: searches.append(1) or original(**kw)  # a counting spy on the real search
+    spy = CountingStore(index.store)  # a counting spy around the real store
+    reused = GraphLocalRetriever(graph_store=index.graph, document_store=spy, top_k=3)
     got = reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=dense)["documents"]
-    assert searches == [] and [d.id for d in got] == [d.id for d in expected]
+    assert spy.dense_searches == 0 and [d.id for d in got] == [d.id for d in expected]
     reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=[])  # dense off: it searches itself
-    assert searches == [1]
+    assert spy.dense_searches == 1
+
+
+class CountingStore:
+    """The real store's searches, counting the dense ones (a spy: the searches themselves are real)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.embedding_dim, self.dense_searches = store, store.embedding_dim, 0
+
+    def search_dense(self, *args: Any, **kwargs: Any) -> list[Document]:
+        self.dense_searches += 1
+        return self.store.search_dense(*args, **kwargs)
+
+    def search_sparse(self, *args: Any, **kwargs: Any) -> list[Document]:
+        return self.store.search_sparse(*args, **kwargs)
+
+    def fetch_documents(self, *args: Any, **kwargs: Any) -> list[Document]:
+        return self.store.fetch_documents(*args, **kwargs)
 
 
 def test_graph_local_skips_when_the_router_gives_it_no_weight(index: Index) -> None:

@@ -50,7 +50,7 @@ def test_index_query_reindex_delete(corpus: Path, store_path: str, model_dir: Pa
     index_paths(indexing, [corpus], force=True)
     assert store.count_documents() == total
 
-    # Query through the YAML pipeline, loaded twice in one process (shared local client).
+    # Query through the YAML pipeline, loaded twice in one process (one shared Edge shard).
     load_pipeline("query", path=store_path)
     query = load_pipeline("query", path=store_path)
     result = run_query(query, "What happens when a while loop condition becomes false?")
@@ -92,7 +92,7 @@ def test_bad_input_leaves_the_index_intact(corpus: Path, store_path: str, model_
 
     # An index built with 384-d vectors refuses a 768-d configuration instead of corrupting the collection.
     misconfigured = load_pipeline("query", path=store_path, embedding_dim=768)
-    with pytest.raises(Exception, match="vector size .384."):
+    with pytest.raises(Exception, match="stores 384-d vectors"):
         run_query(misconfigured, "while loop")
     with pytest.raises(ValueError, match="dimension"):
         query.get_component("dense").run(query_embedding=[0.1] * 768)

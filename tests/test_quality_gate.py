@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from haystack import Document
+from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
 from components.gating.quality_gate import QualityGate
 from components.gating.retry_loop import RetryLoop
@@ -16,10 +17,10 @@ from components.gating.signals import content_terms, gate_signals
 from components.models.document_embedder import OnnxDocumentEmbedder
 from components.models.onnx_encoder import OnnxEncoder
 from components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from components.retrieval.qdrant_sparse_retriever import QdrantSparseRetriever
+from components.retrieval.vector_retrievers import SparseRetriever
 from components.routing.intent_router import IntentRouter
 from components.routing.profiles import escalate_strategy
-from components.stores.qdrant_store import SharedQdrantDocumentStore, release_all_clients
+from components.stores.edge_document_store import release_all_clients
 from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from pipelines.query_pipeline import build_query_pipeline, run_query
 from pipelines.store_config import make_store
@@ -199,12 +200,10 @@ def test_failing_channel_does_not_fail_the_query(indexed: dict) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    down = SharedQdrantDocumentStore(
-        url=f"http://127.0.0.1:{port}", embedding_dim=384, timeout=2, use_sparse_embeddings=True
-    )
+    down = QdrantDocumentStore(url=f"http://127.0.0.1:{port}", embedding_dim=384, timeout=2, use_sparse_embeddings=True)
     pipeline = pipeline_for(indexed)
     pipeline.remove_component("sparse")
-    pipeline.add_component("sparse", QdrantSparseRetriever(document_store=down))
+    pipeline.add_component("sparse", SparseRetriever(document_store=down))
     pipeline.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")
     pipeline.connect("router.weights", "sparse.weights")
     pipeline.connect("router.fetch_k", "sparse.top_k")

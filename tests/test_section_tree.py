@@ -22,7 +22,7 @@ from components.retrieval.section_tree_retriever import (
     heading_matches_name,
     heading_matches_ref,
 )
-from components.stores.qdrant_store import SharedQdrantDocumentStore
+from components.stores.edge_document_store import EdgeDocumentStore
 from pipelines.indexing_pipeline import build_indexing_pipeline, delete_sources, index_paths, store_of
 from pipelines.query_pipeline import build_query_pipeline
 from pipelines.store_config import make_store
@@ -67,7 +67,7 @@ def corpus_tree(corpus_chunks: list[Document]) -> list[Document]:
 
 
 @pytest.fixture
-def indexed(corpus_tree: list[Document], store_path: str) -> SharedQdrantDocumentStore:
+def indexed(corpus_tree: list[Document], store_path: str) -> EdgeDocumentStore:
     """The four topics with their section trees in a fresh store."""
     store = make_store(path=store_path)
     ReplacingDocumentWriter(store).run(corpus_tree)
@@ -156,7 +156,7 @@ def test_llm_failure_falls_back_to_extractive(corpus_chunks: list[Document], mon
         SectionTreeBuilder(max_section_chunks=1)
 
 
-def test_expansion_is_bounded(indexed: SharedQdrantDocumentStore) -> None:
+def test_expansion_is_bounded(indexed: EdgeDocumentStore) -> None:
     query = embed("How are names resolved in a code block, and which scope is searched first?")
     retriever = SectionTreeRetriever(document_store=indexed, max_sections=2, chunks_per_section=1, top_k=6)
     out = retriever.run(query_embedding=query)
@@ -181,7 +181,7 @@ def test_expansion_is_bounded(indexed: SharedQdrantDocumentStore) -> None:
     assert retriever.run(query_embedding=query, weights={"section": 0.0, "dense": 1.0})["documents"] == []
 
 
-def test_structural_filter_hit_and_fallback(indexed: SharedQdrantDocumentStore) -> None:
+def test_structural_filter_hit_and_fallback(indexed: EdgeDocumentStore) -> None:
     retriever = SectionTreeRetriever(document_store=indexed, top_k=8)
     query = embed("What does the section on naming and binding say?")
     out = retriever.run(query_embedding=query, structural={"kind": "section", "name": "resolution of names"})
@@ -236,10 +236,10 @@ def test_reindexing_one_document_rebuilds_only_its_nodes(
     assert not [d for d in store.filter_documents() if "execmodel" in d.meta["source"]]
 
 
-def test_yaml_query_pipeline_shares_the_store(indexed: SharedQdrantDocumentStore, store_path: str) -> None:
+def test_yaml_query_pipeline_shares_the_store(indexed: EdgeDocumentStore, store_path: str) -> None:
     pipeline = load_pipeline("query", path=store_path)
     section = pipeline.get_component("section")
     assert isinstance(section, SectionTreeRetriever)
-    assert isinstance(section.document_store, SharedQdrantDocumentStore)
+    assert isinstance(section.document_store, EdgeDocumentStore)
     docs = section.run(query_embedding=embed("the while loop else clause"), top_k=5)["documents"]
     assert docs and docs[0].meta["source"].endswith("while.txt")

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from components.routing.profiles import CHANNELS, INTENTS
-from components.stores.qdrant_store import release_all_clients
+from components.stores.edge_document_store import release_all_clients
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = {"try.txt": "try", "with.txt": "with", "lambda.md": "lambda", "import.txt": "import"}
@@ -45,15 +45,16 @@ def _store(path: Path) -> Any:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app of ``adaptive-retrieval serve`` on a free loopback port, with a small corpus uploaded over HTTP."""
-    from pipelines.app import create_app, running_server
+    from pipelines.app import create_app, free_port, running_server
 
     folder = tmp_path_factory.mktemp("served")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ADAPTIVE_QDRANT_PATH", str(folder / "qdrant"))
-        mp.delenv("QDRANT_URL", raising=False)
-        mp.delenv("ADAPTIVE_UPLOAD_DIR", raising=False)
-        app = create_app()
-        with running_server(app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        for name in ("QDRANT_URL", "ADAPTIVE_UPLOAD_DIR", "ADAPTIVE_API_TOKEN", "ADAPTIVE_CORS_ORIGINS"):
+            mp.delenv(name, raising=False)
+        port = free_port()
+        app = create_app(port=port)
+        with running_server(app, port=port) as url, httpx.Client(base_url=url, timeout=120) as client:
             files = [("files", (name, _topic(topic))) for name, topic in CORPUS.items()]
             upload = client.post("/indexing/run", files=files)
             assert upload.status_code == 200, upload.text
@@ -285,43 +286,233 @@ def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> No
         assert any(Path(d["source"]).name == f"bulletin{i}.md" for d in top), [d["source"] for d in top]
 
 
-def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
-    """``hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and stray modules in it."""
+def _start_hayhooks(folder: Path, tmp_path: Path, **env_extra: str) -> tuple[subprocess.Popen, str]:
     from pipelines.app import free_port
 
+    port = free_port()
+    env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    for name in ("QDRANT_URL", "PYTHONDONTWRITEBYTECODE", "HAYHOOKS_DURABLE_MODE", "ADAPTIVE_API_TOKEN"):
+        env.pop(name, None)
+    env.update(env_extra)
+    hayhooks = Path(sys.executable).with_name("hayhooks")
+    command = [str(hayhooks), "run", "--pipelines-dir", str(folder), "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    return process, f"http://127.0.0.1:{port}"
+
+
+def _wait_status(process: subprocess.Popen, url: str, wanted: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 180
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            status = httpx.get(f"{url}/status", timeout=5).json()
+            if len(status.get("pipelines", [])) >= wanted:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return status
+
+
+def _stop(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
+def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
+    """``HAYHOOKS_DURABLE_MODE=true hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and
+    stray modules in it: the wrappers are served, the deploy routes are not."""
     folder = tmp_path / "pipelines"
     shutil.copytree(REPO / "pipelines", folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "__pycache__").mkdir()
     (folder / "__pycache__" / "serving.cpython-311.pyc").write_bytes(b"\x00junk")
     (folder / "query" / "__pycache__").mkdir()
     (folder / "query" / "__pycache__" / "pipeline_wrapper.cpython-311.pyc").write_bytes(b"\x00junk")
-    port = free_port()
-    env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
-    env.pop("QDRANT_URL", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    hayhooks = Path(sys.executable).with_name("hayhooks")
-    command = [str(hayhooks), "run", "--pipelines-dir", str(folder), "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    process, url = _start_hayhooks(folder, tmp_path, HAYHOOKS_DURABLE_MODE="true")
     try:
-        deadline = time.monotonic() + 180
-        status: dict[str, Any] = {}
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                status = httpx.get(f"{url}/status", timeout=5).json()
-                if len(status.get("pipelines", [])) >= 3:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        status = _wait_status(process, url, 3)
         assert sorted(status.get("pipelines", [])) == ["diagrams", "indexing", "query"], status
         response = httpx.post(f"{url}/query/run", json={"query": "anything"}, timeout=60)
         assert response.status_code == 200, response.text
         assert response.json()["result"]["documents"] == []
         assert (tmp_path / "qdrant").is_dir(), "the wrappers must use $ADAPTIVE_QDRANT_PATH"
+        files = {"pipeline_wrapper.py": "import os\nos.system('touch /tmp/pwned')\n"}
+        deploy = httpx.post(f"{url}/deploy_files", json={"name": "x", "files": files}, timeout=30)
+        undeploy = httpx.post(f"{url}/undeploy/query", timeout=30)
+        assert (deploy.status_code, undeploy.status_code) == (404, 404)
+        assert (folder / "query" / "pipeline_wrapper.py").is_file()
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop(process)
+
+
+def test_plain_hayhooks_run_with_deploy_routes_serves_no_pipeline(tmp_path: Path) -> None:
+    """Without ``HAYHOOKS_DURABLE_MODE`` Hayhooks keeps its deploy routes: the wrappers refuse to load and say why."""
+    process, url = _start_hayhooks(REPO / "pipelines", tmp_path)
+    try:
+        status = _wait_status(process, url, 1)
+        assert status.get("pipelines") == ["diagrams"], status
+        assert httpx.post(f"{url}/query/run", json={"query": "x"}, timeout=30).status_code == 404
+    finally:
+        output = _stop(process)
+    assert "Refusing to serve this pipeline" in output and "HAYHOOKS_DURABLE_MODE=true" in output, output[-3000:]
+
+
+# --- serving securely (issue 15): read-only app, browser safety, MCP and CLI beside REST ----------------------
+
+
+def test_deploy_routes_are_absent_and_no_uploaded_code_runs(served: dict[str, Any], tmp_path: Path) -> None:
+    client = served["client"]
+    marker = tmp_path / "pwned"
+    code = f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+    attempts = [
+        client.post("/deploy_files", json={"name": "evil", "files": {"pipeline_wrapper.py": code}}),
+        client.post("/deploy-yaml", json={"name": "evil", "source_code": "components: {}\nconnections: []\n"}),
+        client.post("/undeploy/query"),
+        client.delete("/undeploy/query"),
+    ]
+    assert all(r.status_code in (404, 405) for r in attempts), [(r.status_code, r.text) for r in attempts]
+    assert not marker.exists()
+    assert (REPO / "pipelines" / "query" / "pipeline_wrapper.py").is_file()
+    assert sorted(client.get("/status").json()["pipelines"]) == ["diagrams", "indexing", "query"]
+    assert _query(client, "lambda expression")["documents"]
+
+
+def test_cross_origin_requests_get_no_cors_grant(served: dict[str, Any]) -> None:
+    client = served["client"]
+    preflight = client.options(
+        "/indexing/run", headers={"origin": "http://evil.example", "access-control-request-method": "POST"}
+    )
+    assert "access-control-allow-origin" not in preflight.headers, preflight.headers
+    simple = client.post("/query/run", json={"query": "lambda"}, headers={"origin": "http://evil.example"})
+    assert "access-control-allow-origin" not in simple.headers
+
+
+def test_foreign_host_is_refused(served: dict[str, Any]) -> None:
+    client = served["client"]
+    port = httpx.URL(served["url"]).port
+    refused = client.post("/query/run", json={"query": "lambda"}, headers={"host": f"rebind.evil.example:{port}"})
+    assert refused.status_code == 421 and "Host" in refused.json()["detail"]
+    assert client.get("/mcp", headers={"host": "rebind.evil.example"}).status_code == 421
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+        assert client.get("/status", headers={"host": host}).status_code == 200
+
+
+def test_docs_are_served_without_a_cdn(served: dict[str, Any]) -> None:
+    client = served["client"]
+    for page in ("/docs", "/redoc"):
+        html = client.get(page)
+        assert html.status_code == 200 and "/docs/assets/" in html.text
+        assert "http://" not in html.text and "https://" not in html.text, html.text
+    script = client.get("/docs/assets/swagger-ui-bundle.js")
+    assert script.status_code == 200 and len(script.content) > 500_000
+    assert "/query/run" in client.get("/openapi.json").json()["paths"]
+    assert client.get("/draw/query", follow_redirects=False).headers["location"] == "/diagrams/query.svg"
+
+
+def _mcp_session(url: str, call: Any, headers: dict[str, str] | None = None) -> Any:
+    """Run ``await call(session)`` in a real MCP client session on ``url/mcp`` (streamable HTTP)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def run() -> Any:
+        async with (
+            streamablehttp_client(f"{url}/mcp", headers=headers) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await call(session)
+
+    return asyncio.run(run())
+
+
+def test_mcp_client_gets_the_rest_documents_in_the_same_process(served: dict[str, Any]) -> None:
+    query = "How do I import a module from a package?"
+
+    async def calls(session: Any) -> tuple[Any, Any, Any]:
+        tools = await session.list_tools()
+        found = await session.call_tool("query", {"query": query, "top_k": 3})
+        refused = await session.call_tool("indexing", {})
+        empty = await session.call_tool("query", {"query": "   "})
+        return tools, found, refused, empty
+
+    tools, found, refused, empty = _mcp_session(served["url"], calls)
+    assert empty.isError and "empty" in empty.content[0].text
+    assert [tool.name for tool in tools.tools] == ["query"]
+    assert not found.isError
+    via_mcp = json.loads(found.content[0].text)
+    via_rest = _query(served["client"], query, top_k=3)
+    assert via_mcp["documents"] and [d["id"] for d in via_mcp["documents"]] == [d["id"] for d in via_rest["documents"]]
+    assert refused.isError and "Unknown tool" in refused.content[0].text
+
+
+def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env_extra or {})}
+    env.pop("QDRANT_URL", None)
+    command = [sys.executable, "-m", "components.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False)
+
+
+def test_cli_commands_during_serving_go_through_the_server(served: dict[str, Any], tmp_path: Path) -> None:
+    store = str(served["folder"] / "qdrant")
+    query = "What happens to an exception raised in a finally clause?"
+    done = _cli("query", "--store", store, "--json", "--top-k", "3", query)
+    assert done.returncode == 0, done.stderr
+    assert served["url"] in done.stderr
+    via_cli = json.loads(done.stdout)
+    via_rest = _query(served["client"], query, top_k=3)
+    assert via_cli["documents"] and [d["id"] for d in via_cli["documents"]] == [d["id"] for d in via_rest["documents"]]
+
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nA note about wombats.")
+    refused = _cli("index", "--store", store, str(note))
+    assert refused.returncode == 1 and served["url"] in refused.stderr and "stop that server" in refused.stderr
+
+
+def test_delete_source_removes_file_chunks_summaries_and_graph(served: dict[str, Any]) -> None:
+    from pipelines.store_config import make_graph_store
+
+    client = served["client"]
+    store = _store(served["folder"] / "qdrant")
+    graph = make_graph_store(qdrant_path=str(served["folder"] / "qdrant"))
+    graph_before, count_before = graph.chunk_count(), store.count_documents()
+    for name, topic in (("doomed.md", "assert"), ("doomed2.md", "del")):
+        text = f"# {name}\n\nThe zebu rule.\n\n" + _topic(topic)
+        upload = client.post("/indexing/run", files=[("files", (name, text))]).json()["result"]
+        assert upload["chunks_written"] > 0
+    source = str(served["folder"] / "uploads" / "doomed.md")
+    stored = store.filter_documents(filters={"field": "meta.source", "operator": "==", "value": source})
+    docs = [d for d in stored if d.meta.get("level", 0) >= 0]  # not the source's manifest record (level -1)
+    assert docs and graph.chunk_count() > graph_before
+
+    deleted = client.delete("/sources", params={"source": "doomed.md"})
+    assert deleted.status_code == 200, deleted.text
+    [item] = deleted.json()["deleted"]
+    assert item["documents_removed"] == len(docs) and item["graph_chunks_removed"] > 0 and item["file_removed"]
+    assert not (served["folder"] / "uploads" / "doomed.md").exists()
+    assert store.filter_documents(filters={"field": "meta.source", "operator": "==", "value": source}) == []
+    doc_ids = sorted({d.meta["doc_id"] for d in docs})
+    assert store.filter_documents(filters={"field": "meta.doc_id", "operator": "in", "value": doc_ids}) == []
+
+    by_cli = _cli("delete", "--store", str(served["folder"] / "qdrant"), "doomed2.md")
+    assert by_cli.returncode == 0 and "uploaded file removed" in by_cli.stdout, by_cli.stderr
+    assert (store.count_documents(), graph.chunk_count()) == (count_before, graph_before)
+    missing = client.delete("/sources", params={"source": "doomed.md"})
+    assert missing.status_code == 404 and "doomed.md" in missing.json()["detail"]
+    assert str(served["folder"]) not in missing.text
+
+
+def test_plain_hayhooks_run_refuses_a_token_it_cannot_enforce(tmp_path: Path) -> None:
+    process, _ = _start_hayhooks(REPO / "pipelines", tmp_path, HAYHOOKS_DURABLE_MODE="true", ADAPTIVE_API_TOKEN="t")
+    try:
+        output, _ = process.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        output = _stop(process)
+    assert process.returncode != 0, output[-3000:]
+    assert "cannot require it" in output and "adaptive-retrieval serve" in output, output[-3000:]

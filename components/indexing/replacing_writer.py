@@ -10,7 +10,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from components.indexing.faults import fault_point
 from components.indexing.ids import chunk_id
-from components.stores.qdrant_store import store_from_init_parameters
+from components.stores.serialization import store_from_init_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +28,8 @@ def sources_never_stored(store: Any, documents: list[Document], doc_ids: list[st
 
     Only sources split with :func:`~components.indexing.ids.chunk_id` ids are probed (their incoming batch holds
     ``chunk_id(doc_id, 0)``): any earlier version of such a source was stored with that same first-chunk id, so
-    its absence means the source is new. Qdrant local mode evaluates payload filters in Python over every stored
-    point, so skipping the filter for new sources keeps bulk indexing linear instead of quadratic.
+    its absence means the source is new. An id lookup costs the same at any index size, where a payload filter
+    scans every stored point on a store without a payload index, so bulk indexing stays linear on any store.
     """
     get_by_id = getattr(store, "get_documents_by_id", None)
     if get_by_id is None:

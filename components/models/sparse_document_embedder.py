@@ -28,13 +28,16 @@ class Bm25DocumentEmbedder:
         batch_size: int = 256,
         progress_bar: bool = True,
         meta_fields_to_embed: list[str] | None = None,
+        engine: str = "fastembed",
     ) -> None:
         """
         :param language: Snowball stemmer and stop-word language.
         :param batch_size: documents per batch.
         :param progress_bar: show a tqdm bar.
         :param meta_fields_to_embed: meta fields indexed with the content (titles make good keywords).
+        :param engine: ``fastembed`` or ``edge`` (Qdrant Edge's BM25); the query embedder must use the same.
         """
+        self.engine = engine
         self.language = language
         self.batch_size = batch_size
         self.progress_bar = progress_bar
@@ -44,7 +47,7 @@ class Bm25DocumentEmbedder:
     def warm_up(self) -> None:
         """Load the BM25 tokenizer and stemmer."""
         if self._model is None:
-            self._model = bm25_model(self.language)
+            self._model = bm25_model(self.language, engine=self.engine)
 
     def _text(self, doc: Document) -> str:
         parts = []

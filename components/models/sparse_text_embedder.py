@@ -20,15 +20,17 @@ class Bm25TextEmbedder:
         sparse = embedder.run("__init__ keyword arguments")["sparse_embedding"]
     """
 
-    def __init__(self, language: str = "english") -> None:
-        """:param language: Snowball stemmer and stop-word language (must match the document embedder)."""
+    def __init__(self, language: str = "english", engine: str = "fastembed") -> None:
+        """:param language: Snowball stemmer and stop-word language (must match the document embedder).
+        :param engine: ``fastembed`` or ``edge`` (Qdrant Edge's BM25); must match the document embedder."""
         self.language = language
+        self.engine = engine
         self._model: Any = None
 
     def warm_up(self) -> None:
         """Load the BM25 tokenizer and stemmer."""
         if self._model is None:
-            self._model = bm25_model(self.language)
+            self._model = bm25_model(self.language, engine=self.engine)
 
     @component.output_types(sparse_embedding=SparseEmbedding)
     def run(self, text: str) -> dict[str, Any]:

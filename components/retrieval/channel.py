@@ -8,10 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from haystack import Document
-from haystack.document_stores.types import apply_filter_policy
-from haystack.utils.filters import document_matches_filter
 
-from components.fast_copy import copy_document
+from components.retrieval.document_copy import copy_document
 
 logger = logging.getLogger(__name__)
 
@@ -53,60 +51,6 @@ def channel_documents(documents: list[Document]) -> list[Document]:
         shared.__dict__.update(document.__dict__, sparse_embedding=None)
         out.append(shared)
     return out
-
-
-def search_post_filtered(
-    search: Callable[[dict[str, Any] | None, int], list[Document]],
-    store: Any,
-    filters: Any,
-    top_k: int,
-    overfetch: int = 3,
-) -> list[Document]:
-    """Run ``search(filters, top_k)``, or in Qdrant local mode filter the unfiltered top ``overfetch · top_k``.
-
-    Local mode evaluates a payload filter in Python over every stored point (measured: 544 ms for 20k points,
-    against 54 ms for the whole unfiltered vector search), where a server uses its payload index. The result is
-    the same documents in the same order whenever ``top_k`` of the over-fetched ones match; otherwise (or for a
-    native Qdrant filter, which only the server evaluates) the filtered search runs as usual.
-    """
-    if not filters or not isinstance(filters, dict) or not getattr(store, "is_local", False):
-        return search(filters, top_k)
-    fetch = top_k * overfetch
-    found = search(None, fetch)
-    kept = [d for d in found if document_matches_filter(filters, d)]
-    if len(kept) >= top_k or len(found) < fetch:
-        return kept[:top_k]
-    return search(filters, top_k)
-
-
-def qdrant_channel_search(
-    retriever: Any,
-    store_query: Callable[..., list[Document]],
-    stock_run: Callable[[], dict[str, list[Document]]],
-    filters: Any,
-    top_k: int | None,
-) -> list[Document]:
-    """One search of a stock Qdrant retriever subclass, post-filtered in local mode (:func:`search_post_filtered`).
-
-    :param retriever: the ``QdrantEmbeddingRetriever``/``QdrantSparseEmbeddingRetriever`` (its init settings).
-    :param store_query: the store's query method with the query vector bound (``_query_by_embedding`` or
-        ``_query_by_sparse``): what the stock ``run`` calls, minus its filter policy, so the filter can be left out.
-    :param stock_run: the stock ``run`` with this call's arguments (grouped searches keep its behaviour).
-    """
-    if retriever._group_by:
-        return stock_run()["documents"]
-    effective = apply_filter_policy(retriever._filter_policy, retriever._filters, filters)
-
-    def query(where: dict[str, Any] | None, k: int) -> list[Document]:
-        return store_query(
-            filters=where,
-            top_k=k,
-            scale_score=retriever._scale_score,
-            return_embedding=retriever._return_embedding,
-            score_threshold=retriever._score_threshold,
-        )
-
-    return search_post_filtered(query, retriever._document_store, effective, top_k or retriever._top_k)
 
 
 def search_or_none(channel: str, search: Callable[[], list[Document]]) -> list[Document] | None:

@@ -26,7 +26,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from components.retrieval.channel import channel_enabled, search_or_none
 from components.retrieval.graph_local_retriever import chunks_with_dense_vectors
 from components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
-from components.stores.qdrant_store import store_from_init_parameters
+from components.stores.serialization import store_from_init_parameters
+from components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class GraphGlobalRetriever:
             raise ValueError(msg)
         self.graph_store = graph_store
         self.document_store = document_store
+        self._search = vector_search(document_store)
         self.top_k = top_k
         self.max_communities = max_communities
         self.chunks_per_community = chunks_per_community
@@ -135,7 +137,7 @@ class GraphGlobalRetriever:
             return []
         # Candidates: the central chunks of each selected community, fetched with their embeddings.
         columns = [(c, sim, list(c.chunks[: self.chunks_per_community])) for c, sim in ranked]
-        stored = chunks_with_dense_vectors(self.document_store, sorted({cid for *_, ch in columns for cid, _ in ch}))
+        stored = chunks_with_dense_vectors(self._search, sorted({cid for *_, ch in columns for cid, _ in ch}))
         q = np.asarray(query_embedding, dtype=np.float32)
         per_community: list[list[tuple[float, Document]]] = []
         for community, similarity, chunks in columns:

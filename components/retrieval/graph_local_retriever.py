@@ -37,17 +37,12 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
-from haystack_integrations.document_stores.qdrant.converters import (
-    DENSE_VECTORS_NAME,
-    convert_id,
-    convert_qdrant_point_to_haystack_document,
-)
 
 from components.indexing.entity_extractor import normalise_key, stopwords
 from components.retrieval.channel import channel_enabled, search_or_none
 from components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
-from components.stores.qdrant_store import store_from_init_parameters
+from components.stores.serialization import store_from_init_parameters
+from components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -75,27 +70,10 @@ def query_entity_candidates(query: str, max_ngram: int = 8) -> dict[str, tuple[i
     return out
 
 
-def chunks_with_dense_vectors(document_store: Any, ids: list[str]) -> dict[str, Document]:
-    """``{id: Document}`` for the ids found in a Qdrant store, with their dense embedding and no sparse vector.
-
-    ``get_documents_by_id`` also copies every sparse vector (most of the cost in local mode), which no graph
-    channel or MMR reads.
-    """
-    if not ids:
-        return {}
-    store = document_store
-    cached = store.cached_documents(ids, vectors="dense") if hasattr(store, "cached_documents") else None
-    if cached is not None:
-        return {d.id: d for d in cached}
-    store._initialize_client()
-    vectors: Any = [DENSE_VECTORS_NAME] if store.use_sparse_embeddings else True
-    records = store._client.retrieve(
-        collection_name=store.index, ids=[convert_id(i) for i in ids], with_payload=True, with_vectors=vectors
-    )
-    docs = [
-        convert_qdrant_point_to_haystack_document(r, use_sparse_embeddings=store.use_sparse_embeddings) for r in records
-    ]
-    return {d.id: d for d in docs}
+def chunks_with_dense_vectors(search: VectorSearch, ids: list[str]) -> dict[str, Document]:
+    """``{id: Document}`` for the ids found in the store, with their dense embedding and no sparse vector (no
+    graph channel or MMR reads it)."""
+    return {d.id: d for d in search.fetch_documents(ids)} if ids else {}
 
 
 @component
@@ -165,7 +143,7 @@ class GraphLocalRetriever:
         self.max_ngram = max_ngram
         self.similarity_weight = similarity_weight
         self.candidate_pool = candidate_pool
-        self._dense = QdrantEmbeddingRetriever(document_store=document_store, top_k=max(2 * seed_hits, 1))
+        self._search = vector_search(document_store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with both stores' own dictionaries."""
@@ -214,12 +192,12 @@ class GraphLocalRetriever:
         """
         if self.seed_hits <= 0:
             return {}, []
-        # Twice as many as needed and no payload filter (local mode filters in Python, ~10 µs per stored point):
-        # summary nodes sharing the collection are simply absent from the graph and skipped here.
+        # Twice as many as needed and no payload filter: summary nodes sharing the collection are simply absent
+        # from the graph and skipped here.
         if nearest:
             found = nearest[: 2 * self.seed_hits]
         else:
-            found = self._dense.run(query_embedding=query_embedding, top_k=2 * self.seed_hits)["documents"]
+            found = self._search.search_dense(query_embedding, top_k=2 * self.seed_hits, return_embedding=False)
         mentions = self.graph_store.chunk_mentions([d.id for d in found])
         hit_ids = [d.id for d in found if d.id in mentions][: self.seed_hits]
         dfs = self.graph_store.find_entities({k for m in mentions.values() for k in m})
@@ -297,7 +275,7 @@ class GraphLocalRetriever:
         ranked, why = self.search(query, query_embedding, top_k, nearest)
         if not ranked:
             return []
-        stored = chunks_with_dense_vectors(self.document_store, [c for c, _ in ranked])
+        stored = chunks_with_dense_vectors(self._search, [c for c, _ in ranked])
         best = ranked[0][1]
         scored: list[tuple[float, Document]] = []
         q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)

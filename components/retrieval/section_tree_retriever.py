@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 from qdrant_client.http import models as rest
 
 from components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from components.retrieval.channel import channel_enabled, search_or_none
-from components.stores.qdrant_store import store_from_init_parameters
+from components.stores.serialization import store_from_init_parameters
+from components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class SectionTreeRetriever:
         self.discount = discount
         self.parent_weight = parent_weight
         self.document_weight = document_weight
-        self._search = QdrantEmbeddingRetriever(document_store=document_store, top_k=top_k, return_embedding=True)
+        self._search = vector_search(document_store)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the store's own dictionary."""
@@ -158,7 +158,7 @@ class SectionTreeRetriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SectionTreeRetriever:
-        """Deserialise, keeping the document store's own class (and so the shared local client)."""
+        """Deserialise, keeping the document store's own class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
     # -- structural references ------------------------------------------------------------------------
@@ -202,7 +202,7 @@ class SectionTreeRetriever:
 
     def _tree_search(self, query: np.ndarray, query_embedding: list[float], top_k: int) -> tuple[dict, dict]:
         """``{chunk id: (score, document, via, parent id)}`` from the tree, and diagnostics."""
-        pool = self._search.run(query_embedding=query_embedding, top_k=self.candidate_pool)["documents"]
+        pool = self._search.search_dense(query_embedding, top_k=self.candidate_pool)
         levels: dict[int, list[Document]] = {0: [], SECTION_LEVEL: [], DOCUMENT_LEVEL: []}
         for doc in pool:
             levels.setdefault(int(doc.meta.get("level", 0)), []).append(doc)
@@ -214,7 +214,7 @@ class SectionTreeRetriever:
         wanted = [c for d in top_documents for c in d.meta.get("children_ids") or [] if c not in known]
         sections = list(levels[SECTION_LEVEL])
         if wanted:
-            fetched = [d for d in self.document_store.get_documents_by_id(wanted) if d.embedding is not None]
+            fetched = [d for d in self._search.fetch_documents(wanted) if d.embedding is not None]
             known.update({d.id: d for d in fetched})
             scores.update(_cosines(query, fetched))
             sections.extend(d for d in fetched if d.meta.get("level") == SECTION_LEVEL)
@@ -223,7 +223,7 @@ class SectionTreeRetriever:
         doc_nodes = {str(d.meta.get("doc_id")): d for d in levels[DOCUMENT_LEVEL]}
         missing = sorted({str(s.meta.get("doc_id")) for s in sections} - set(doc_nodes))
         if missing:
-            fetched = self.document_store.get_documents_by_id([tree_node_id(DOCUMENT_LEVEL, m) for m in missing])
+            fetched = self._search.fetch_documents([tree_node_id(DOCUMENT_LEVEL, m) for m in missing])
             fetched = [d for d in fetched if d.embedding is not None]
             scores.update(_cosines(query, fetched))
             doc_nodes.update({str(d.meta.get("doc_id")): d for d in fetched})
@@ -239,7 +239,7 @@ class SectionTreeRetriever:
         child_ids = [c for sid in chosen for c in known[sid].meta.get("children_ids") or []]
         absent = [c for c in child_ids if c not in known]
         if absent:
-            fetched = [d for d in self.document_store.get_documents_by_id(absent) if d.embedding is not None]
+            fetched = [d for d in self._search.fetch_documents(absent) if d.embedding is not None]
             known.update({d.id: d for d in fetched})
             scores.update(_cosines(query, fetched))
         found: dict[str, tuple[float, Document, str, str | None]] = {}
@@ -297,7 +297,7 @@ class SectionTreeRetriever:
             if structural:
                 filters, matched = self._structural_filter(structural)
                 hits = (
-                    self._search.run(query_embedding=query_embedding, filters=filters, top_k=top_k)["documents"]
+                    self._search.search_dense(query_embedding, filters=filters, top_k=top_k)
                     if filters
                     else []
                 )

@@ -93,6 +93,24 @@ class PipelineWrapper(BasePipelineWrapper):
             timings_ms={"total": round((time.perf_counter() - start) * 1000, 2)},
         )
 
+    def delete_sources(self, names: list[str]) -> list[dict]:
+        """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
+        files; served as ``DELETE /sources`` by ``pipelines.app``.
+
+        :raises SourceNotFoundError: when a name matches nothing (nothing is deleted then).
+        """
+        from pipelines.indexing_pipeline import graph_store_of
+        from pipelines.sources import delete_sources
+
+        # Through the upload queue: a delete never interleaves with an indexing run (or its reconciliation).
+        try:
+            with self.queue.admit():
+                return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
+        except QueueFullError as err:
+            raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
+        except TimeBudgetError as err:
+            raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
+
     def run_api(self, files: list[UploadFile] | None = None, force: bool = False) -> IndexResponse:
         """Index uploaded files (.md, .txt, .html, .pdf): split by section, embed dense + sparse, write.
 

@@ -30,8 +30,8 @@ logger = logging.getLogger(__name__)
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Runs the query pipeline synchronously (Qdrant local mode has no async client); the store is the
-    process-wide shared one, so the indexing wrapper's writes are visible at once."""
+    """Runs the query pipeline synchronously in Hayhooks' thread pool (the embedded store is synchronous); the
+    store is the process-wide shared one, so the indexing wrapper's writes are visible at once."""
 
     def setup(self) -> None:
         """Load ``yaml/query.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and load the models."""

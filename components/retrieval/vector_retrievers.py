@@ -1,0 +1,128 @@
+"""The dense and sparse channels: top-k vector searches that skip themselves at zero weight and fail softly.
+
+Both search the store through :func:`~components.stores.vector_search.vector_search` (Qdrant Edge embedded, or a
+Qdrant server through qdrant-haystack), filter natively (the collection's payload indexes), and differ only in the
+query they send. Their shared part is :class:`_VectorChannel`.
+
+Usage::
+
+    dense = DenseRetriever(document_store=store, filters={"field": "meta.level", "operator": "==", "value": 0})
+    docs = dense.run(query_embedding=vector, weights={"dense": 0.5})["documents"]
+    sparse = SparseRetriever(document_store=store)
+    docs = sparse.run(query_sparse_embedding=bm25_query, weights={"sparse": 0.3})["documents"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from haystack import Document, component
+from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
+
+from components.retrieval.channel import channel_enabled, search_or_none
+from components.stores.vector_search import VectorSearch, vector_search
+
+
+class _VectorChannel:
+    """Init parameters, validation and the soft-failing search both vector channels share."""
+
+    channel = ""
+
+    def __init__(
+        self,
+        document_store: Any,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 20,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+    ) -> None:
+        if not isinstance(top_k, int) or top_k < 1:
+            msg = f"top_k must be a positive integer, got {top_k!r}"
+            raise ValueError(msg)
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.return_embedding = return_embedding
+        self.score_threshold = score_threshold
+        policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
+        self.filter_policy = policy.value  # serialised as its plain value
+        self._filter_policy = policy
+        self._search: VectorSearch = vector_search(document_store)
+
+    def _run(
+        self,
+        search: Callable[..., list[Document]],
+        query: Any,
+        filters: dict[str, Any] | None,
+        top_k: int | None,
+    ) -> list[Document] | None:
+        effective = apply_filter_policy(self._filter_policy, self.filters, filters)
+
+        def run_search() -> list[Document]:
+            return search(
+                query,
+                top_k=top_k or self.top_k,
+                filters=effective,
+                return_embedding=self.return_embedding,
+                score_threshold=self.score_threshold,
+            )
+
+        return search_or_none(self.channel, run_search)
+
+
+@component
+class DenseRetriever(_VectorChannel):
+    """Vector search as the adaptive channel ``dense``; returns embeddings (MMR reuses them).
+
+    :param document_store: an ``EdgeDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``.
+    :param filters: Haystack filters applied to every search (``filter_policy`` says how run-time filters combine).
+    :param top_k: hits per search (the router's ``fetch_k`` overrides it per query).
+    """
+
+    channel = "dense"
+
+    @component.output_types(documents=list[Document] | None)
+    def run(
+        self,
+        query_embedding: list[float],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document] | None]:
+        """Top ``top_k`` documents by similarity; nothing when the router gave this channel no weight.
+
+        A failing store is logged and gives ``documents=None``, which the joiner skips.
+
+        :raises ValueError: when the query embedding's dimension differs from the index's.
+        """
+        if not channel_enabled(self.channel, weights):
+            return {"documents": []}
+        return {"documents": self._run(self._search.search_dense, query_embedding, filters, top_k)}
+
+
+@component
+class SparseRetriever(_VectorChannel):
+    """Sparse (BM25 with IDF) search as the adaptive channel ``sparse``; returns dense embeddings for MMR.
+
+    :param document_store: an ``EdgeDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``.
+    :param filters: Haystack filters applied to every search.
+    :param top_k: hits per search (the router's ``fetch_k`` overrides it per query).
+    """
+
+    channel = "sparse"
+
+    @component.output_types(documents=list[Document] | None)
+    def run(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> dict[str, list[Document] | None]:
+        """Top ``top_k`` documents by BM25; nothing when the query has no indexable term or the channel is off."""
+        if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
+            return {"documents": []}
+        return {"documents": self._run(self._search.search_sparse, query_sparse_embedding, filters, top_k)}

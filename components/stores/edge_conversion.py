@@ -1,0 +1,72 @@
+"""Haystack ``Document`` ↔ Qdrant Edge point: pure conversions, no store access.
+
+The layout is qdrant-haystack's, so an Edge shard holds what ``QdrantDocumentStore`` would write to a server:
+the payload is ``Document.to_dict(flatten=False)`` without vectors (``id``, ``content``, ``blob``, ``meta``), the
+dense vector is named ``text-dense``, the sparse one ``text-sparse``, and the point id is qdrant-haystack's
+deterministic UUID of the document id (``convert_id``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import qdrant_edge as qe
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+from haystack_integrations.document_stores.qdrant.converters import (
+    DENSE_VECTORS_NAME,
+    SPARSE_VECTORS_NAME,
+    convert_id,
+)
+
+__all__ = ["DENSE_VECTORS_NAME", "SPARSE_VECTORS_NAME", "document_to_point", "point_id", "point_to_document"]
+
+
+def point_id(document_id: str) -> uuid.UUID:
+    """The point id of a document id (qdrant-haystack's deterministic UUID)."""
+    return uuid.UUID(convert_id(document_id))
+
+
+def document_to_point(document: Document) -> qe.Point:
+    """The Edge point for ``document``; a document without vectors is stored with its payload only."""
+    payload = document.to_dict(flatten=False)
+    dense = payload.pop("embedding", None)
+    sparse = payload.pop("sparse_embedding", None)
+    payload.pop("score", None)  # a retrieval score is not part of what is stored
+    vector: dict[str, Any] = {}
+    if dense is not None:
+        vector[DENSE_VECTORS_NAME] = [float(v) for v in dense]
+    if sparse is not None:
+        vector[SPARSE_VECTORS_NAME] = qe.SparseVector(
+            indices=[int(i) for i in sparse["indices"]], values=[float(v) for v in sparse["values"]]
+        )
+    return qe.Point(id=point_id(document.id), vector=vector, payload=payload)
+
+
+def point_to_document(point: Any, score: float | None = None) -> Document:
+    """The Haystack ``Document`` of an Edge ``Record`` or ``ScoredPoint`` (vectors as far as they were fetched)."""
+    payload = point.payload or {}
+    vectors = point.vector if isinstance(point.vector, dict) else {}
+    sparse = vectors.get(SPARSE_VECTORS_NAME)
+    fields: dict[str, Any] = {
+        "id": payload.get("id"),
+        "content": payload.get("content"),
+        "meta": payload.get("meta") or {},
+        "embedding": vectors.get(DENSE_VECTORS_NAME),
+        "sparse_embedding": SparseEmbedding(indices=list(sparse.indices), values=list(sparse.values))
+        if sparse is not None
+        else None,
+        "score": score,
+    }
+    if payload.get("blob") is not None:
+        # Rare (binary sources): Document.from_dict knows the ByteStream layout.
+        sparse_embedding = fields["sparse_embedding"]
+        return Document.from_dict(
+            {
+                **fields,
+                "blob": payload["blob"],
+                "sparse_embedding": sparse_embedding.to_dict() if sparse_embedding else None,
+            }
+        )
+    return Document(**fields)

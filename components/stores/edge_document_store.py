@@ -1,0 +1,518 @@
+"""Haystack document store on Qdrant Edge: Qdrant's own engine inside the process, for a local folder.
+
+Qdrant Edge (``qdrant-edge-py``) runs the server's segment format, HNSW, sparse vectors with the IDF modifier,
+payload indexes and a write-ahead log in process. This store implements Haystack's ``DocumentStore`` protocol over
+one ``EdgeShard`` per folder, plus the searches the retrieval channels need (:class:`~components.stores.
+vector_search.VectorSearch`): dense and sparse top-k with native payload filters, and documents by id.
+
+One process owns a shard (Edge locks its write-ahead log): every store instance in the process that names the same
+folder shares one open shard (a pipeline loaded from YAML builds one store per component), and a second process
+gets :class:`StoreLockedError`. Searches run concurrently (Edge releases the GIL); writes are serialised by a lock
+of this store, never the searches.
+
+Usage::
+
+    store = EdgeDocumentStore(path=".adaptive/qdrant", embedding_dim=384)
+    store.write_documents(documents)
+    store.optimize()                                   # after a bulk index: builds HNSW
+    hits = store.search_dense(query_vector, top_k=10, filters={"field": "meta.level", "operator": "==", "value": 0})
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import qdrant_edge as qe
+from haystack import Document, default_from_dict, default_to_dict
+from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+
+from components.stores.edge_conversion import (
+    DENSE_VECTORS_NAME,
+    SPARSE_VECTORS_NAME,
+    document_to_point,
+    point_id,
+    point_to_document,
+)
+from components.stores.edge_filters import convert_filters
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable naming the index folder when ``path`` is not given.
+PATH_ENV = "ADAPTIVE_QDRANT_PATH"
+DEFAULT_PATH = ".adaptive/qdrant"
+#: Payload indexes for the fields the pipelines filter on (levels, sources, sections).
+DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
+    "meta.level": "integer",
+    "meta.doc_id": "keyword",
+    "meta.source": "keyword",
+    "meta.section_id": "keyword",
+}
+#: Points written since the last HNSW build above which :meth:`EdgeDocumentStore.optimize` rebuilds it. Below
+#: it, the unindexed points are few enough that Edge's exact scan of them costs less than a rebuild.
+DEFAULT_OPTIMIZE_THRESHOLD = 5000
+_SCHEMAS = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "bool": qe.PayloadSchemaType.Bool,
+    "datetime": qe.PayloadSchemaType.Datetime,
+    "text": qe.PayloadSchemaType.Text,
+}
+_DISTANCES = {"cosine": qe.Distance.Cosine, "dot_product": qe.Distance.Dot, "l2": qe.Distance.Euclid}
+_WRITE_BATCH = 256
+_SCROLL_PAGE = 1024
+
+
+class StoreLockedError(DocumentStoreError, RuntimeError):
+    """The index folder is open in another process (one process owns an embedded index)."""
+
+
+class StoreFormatError(DocumentStoreError, ValueError):
+    """The index folder holds data this store cannot open (an old format, another dimension, a damaged shard): a
+    configuration error, so channels raise it instead of skipping themselves."""
+
+
+class _OpenShard:
+    """One open ``EdgeShard`` shared by every store instance on its folder, with the lock that orders writes."""
+
+    def __init__(self, shard: qe.EdgeShard, settings: tuple[int, str, bool, bool]) -> None:
+        self.shard = shard
+        #: (embedding_dim, similarity, use_sparse_embeddings, sparse_idf) the shard was opened with.
+        self.settings = settings
+        self.refs = 0
+        self.write_lock = threading.RLock()
+        #: Points written since the last optimisation (decides whether :meth:`optimize` has work to do).
+        self.unoptimized_writes = 0
+        self.closed = False
+
+    def close(self) -> None:
+        with self.write_lock:
+            self.shard.flush()
+            self.shard.close()
+            self.closed = True
+
+
+_OPEN: dict[str, _OpenShard] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def resolve_path(path: str | None) -> str:
+    """The index folder: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else ``.adaptive/qdrant``."""
+    return path or os.environ.get(PATH_ENV) or DEFAULT_PATH
+
+
+class EdgeDocumentStore:
+    """A Haystack document store on an embedded Qdrant Edge shard (see the module docstring).
+
+    :param path: index folder; ``None`` reads ``$ADAPTIVE_QDRANT_PATH`` when the store opens (default
+        ``.adaptive/qdrant``). The shard lives in ``<path>/<index>``.
+    :param index: collection name (a sub-folder of ``path``).
+    :param embedding_dim: dimension of the dense vectors.
+    :param similarity: ``cosine``, ``dot_product`` or ``l2``.
+    :param use_sparse_embeddings: keep a sparse (BM25) vector per document, scored with IDF when ``sparse_idf``.
+    :param payload_fields_to_index: ``{field: schema}`` payload indexes (keyword, integer, float, bool, datetime,
+        text); default: the fields the pipelines filter on.
+    :param optimize_threshold: see :meth:`optimize`.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        index: str = "adaptive",
+        embedding_dim: int = 384,
+        similarity: Literal["cosine", "dot_product", "l2"] = "cosine",
+        use_sparse_embeddings: bool = True,
+        sparse_idf: bool = True,
+        payload_fields_to_index: dict[str, str] | None = None,
+        optimize_threshold: int = DEFAULT_OPTIMIZE_THRESHOLD,
+    ) -> None:
+        if similarity not in _DISTANCES:
+            msg = f"similarity must be one of {sorted(_DISTANCES)}, got {similarity!r}"
+            raise ValueError(msg)
+        if not isinstance(embedding_dim, int) or embedding_dim <= 0:
+            msg = f"embedding_dim must be a positive integer, got {embedding_dim!r}"
+            raise ValueError(msg)
+        unknown = {s for s in (payload_fields_to_index or {}).values()} - set(_SCHEMAS)
+        if unknown:
+            msg = f"Unknown payload index schema(s) {sorted(unknown)}: use {sorted(_SCHEMAS)}"
+            raise ValueError(msg)
+        self.path = path
+        self.index = index
+        self.embedding_dim = embedding_dim
+        self.similarity = similarity
+        self.use_sparse_embeddings = use_sparse_embeddings
+        self.sparse_idf = sparse_idf
+        self.payload_fields_to_index = payload_fields_to_index
+        self.optimize_threshold = optimize_threshold
+        self._open: _OpenShard | None = None
+        self._key: str | None = None
+
+    # -- serialisation -------------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the init parameters (``path`` stays ``None`` when it was: resolved at open time)."""
+        return default_to_dict(
+            self,
+            path=self.path,
+            index=self.index,
+            embedding_dim=self.embedding_dim,
+            similarity=self.similarity,
+            use_sparse_embeddings=self.use_sparse_embeddings,
+            sparse_idf=self.sparse_idf,
+            payload_fields_to_index=self.payload_fields_to_index,
+            optimize_threshold=self.optimize_threshold,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EdgeDocumentStore:
+        """Deserialise a store written by :meth:`to_dict`."""
+        return default_from_dict(cls, data)
+
+    # -- opening -------------------------------------------------------------------------------------------------
+
+    @property
+    def shard_path(self) -> Path:
+        """The shard's folder, ``<path>/<index>``."""
+        return Path(resolve_path(self.path)).expanduser() / self.index
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        """The open shard (opened, or created, on first use)."""
+        return self._opened().shard
+
+    def _opened(self) -> _OpenShard:
+        if self._open is not None and not self._open.closed:
+            return self._open
+        key = str(self.shard_path.resolve())
+        with _OPEN_LOCK:
+            opened = _OPEN.get(key)
+            if opened is None:
+                opened = _OpenShard(self._open_shard(), self._settings())
+                _OPEN[key] = opened
+                logger.info("Opened Qdrant Edge shard %s (%d points)", key, opened.shard.info().points_count)
+            elif opened.settings != self._settings():
+                dim, similarity, *_ = opened.settings
+                msg = (
+                    f"The index '{key}' stores {dim}-d vectors ({similarity}; sparse vectors "
+                    f"{'on' if opened.settings[2] else 'off'}) but this store is configured for "
+                    f"{self.embedding_dim}-d ({self.similarity}; sparse vectors "
+                    f"{'on' if self.use_sparse_embeddings else 'off'}): use the settings it was built with."
+                )
+                raise StoreFormatError(msg)
+            opened.refs += 1
+        self._open, self._key = opened, key
+        return opened
+
+    def _settings(self) -> tuple[int, str, bool, bool]:
+        return (self.embedding_dim, self.similarity, self.use_sparse_embeddings, self.sparse_idf)
+
+    def _config(self) -> qe.EdgeConfig:
+        sparse = (
+            {SPARSE_VECTORS_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if self.sparse_idf else None)}
+            if self.use_sparse_embeddings
+            else None
+        )
+        return qe.EdgeConfig(
+            vectors={
+                DENSE_VECTORS_NAME: qe.EdgeVectorParams(size=self.embedding_dim, distance=_DISTANCES[self.similarity])
+            },
+            sparse_vectors=sparse,
+        )
+
+    def _open_shard(self) -> qe.EdgeShard:
+        folder = self.shard_path
+        root = folder.parent
+        if (root / "meta.json").is_file() and (root / "collection").is_dir():
+            msg = (
+                f"'{root}' is a qdrant-client local-mode folder written by an earlier version of this package; the "
+                f"embedded engine is now Qdrant Edge. Re-index your files into a new folder, e.g. "
+                f"`adaptive-retrieval index --store {root}-edge PATHS...` (or move '{root}' away and index again)."
+            )
+            raise StoreFormatError(msg)
+        exists = folder.is_dir() and any(folder.iterdir())
+        try:
+            if exists:
+                shard = qe.EdgeShard.load(str(folder), self._config())
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+                shard = qe.EdgeShard.create(str(folder), self._config())
+        except Exception as err:
+            raise _open_error(folder, err, exists) from err
+        self._ensure_payload_indexes(shard)
+        return shard
+
+    def _ensure_payload_indexes(self, shard: qe.EdgeShard) -> None:
+        fields = DEFAULT_PAYLOAD_INDEXES if self.payload_fields_to_index is None else self.payload_fields_to_index
+        present = set(shard.info().payload_schema)
+        for field, schema in fields.items():
+            if field not in present:
+                shard.update(qe.UpdateOperation.create_field_index(field, _SCHEMAS[schema]))
+
+    def close(self) -> None:
+        """Release this instance; the shard is flushed and closed with the last instance on its folder."""
+        if self._open is None:
+            return
+        with _OPEN_LOCK:
+            opened = self._open
+            opened.refs -= 1
+            if opened.refs <= 0 and _OPEN.get(self._key or "") is opened:
+                del _OPEN[self._key or ""]
+                opened.close()
+        self._open = self._key = None
+
+    # -- DocumentStore protocol ----------------------------------------------------------------------------------
+
+    def count_documents(self) -> int:
+        """Number of documents in the store."""
+        return self.shard.count(qe.CountRequest(exact=True))
+
+    def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
+        """Number of documents that match ``filters``."""
+        return self.shard.count(qe.CountRequest(exact=True, filter=convert_filters(filters)))
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        """Every document that matches ``filters`` (Haystack filter syntax), with its vectors."""
+        return [point_to_document(record) for record in self._scroll(convert_filters(filters), vectors=True)]
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        """Write ``documents``; ``NONE``/``OVERWRITE`` replace documents with the same id, ``SKIP`` keeps the stored
+        ones, ``FAIL`` raises :class:`DuplicateDocumentError` (nothing written) if any id is already stored.
+
+        :returns: the number of documents written.
+        :raises ValueError: for input that is not a list of Documents, or a dense vector of the wrong dimension.
+        """
+        if not isinstance(documents, list) or any(not isinstance(d, Document) for d in documents):
+            msg = "write_documents takes a list of haystack Document objects"
+            raise ValueError(msg)
+        for document in documents:
+            if document.embedding is not None and len(document.embedding) != self.embedding_dim:
+                msg = (
+                    f"Document {document.id} has an embedding of dimension {len(document.embedding)} but the index "
+                    f"'{self.index}' stores {self.embedding_dim}-d vectors: embed with the index's model."
+                )
+                raise ValueError(msg)
+        opened = self._opened()
+        with opened.write_lock:
+            if policy == DuplicatePolicy.FAIL:
+                counts = Counter(d.id for d in documents)
+                clash = sorted(self._stored_ids(list(counts)) | {i for i, n in counts.items() if n > 1})
+                if clash:
+                    msg = f"ID(s) already stored or given twice: {', '.join(clash[:5])}"
+                    raise DuplicateDocumentError(msg)
+                unique = documents
+            elif policy == DuplicatePolicy.SKIP:
+                first = _first_per_id(documents)
+                stored = self._stored_ids([d.id for d in first])
+                unique = [d for d in first if d.id not in stored]
+            else:
+                unique = _last_per_id(documents)
+            for start in range(0, len(unique), _WRITE_BATCH):
+                batch = [document_to_point(d) for d in unique[start : start + _WRITE_BATCH]]
+                self._update(qe.UpdateOperation.upsert_points(batch))
+                opened.unoptimized_writes += len(batch)
+        return len(unique)
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        """Delete the documents with these ids (unknown ids are ignored)."""
+        if document_ids:
+            with self._opened().write_lock:
+                self._update(qe.UpdateOperation.delete_points([point_id(i) for i in document_ids]))
+
+    def delete_by_filter(self, filters: dict[str, Any]) -> int:
+        """Delete every document that matches ``filters``; returns how many were deleted."""
+        edge_filter = convert_filters(filters)
+        with self._opened().write_lock:
+            count = self.shard.count(qe.CountRequest(exact=True, filter=edge_filter))
+            if count:
+                self._update(qe.UpdateOperation.delete_points_by_filter(edge_filter or qe.Filter()))
+        return count
+
+    def delete_all_documents(self) -> None:
+        """Delete every document (the shard, its configuration and payload indexes stay)."""
+        with self._opened().write_lock:
+            self._update(qe.UpdateOperation.delete_points_by_filter(qe.Filter()))
+
+    # -- searches (components.stores.vector_search.VectorSearch) -------------------------------------------------
+
+    def search_dense(
+        self,
+        query_embedding: list[float],
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> list[Document]:
+        """The ``top_k`` documents nearest to ``query_embedding`` among those matching ``filters``.
+
+        :raises ValueError: when the query's dimension differs from the index's.
+        """
+        self._opened()  # an index built with other settings is named as such, before the query is blamed
+        if len(query_embedding) != self.embedding_dim:
+            msg = (
+                f"Query embedding has dimension {len(query_embedding)} but the index '{self.index}' stores "
+                f"{self.embedding_dim}-d vectors: use the model the index was built with."
+            )
+            raise ValueError(msg)
+        query = qe.Query.Nearest([float(v) for v in query_embedding], using=DENSE_VECTORS_NAME)
+        return self._query(query, top_k, filters, return_embedding, score_threshold)
+
+    def search_sparse(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> list[Document]:
+        """The ``top_k`` documents by sparse (BM25 with IDF) score among those matching ``filters``."""
+        if not self.use_sparse_embeddings:
+            msg = f"The index '{self.index}' was created without sparse vectors (use_sparse_embeddings=False)."
+            raise ValueError(msg)
+        if len(set(query_sparse_embedding.indices)) != len(query_sparse_embedding.indices):
+            msg = "A sparse query vector must not repeat an index"
+            raise ValueError(msg)
+        if not query_sparse_embedding.indices:
+            return []
+        vector = qe.SparseVector(
+            indices=[int(i) for i in query_sparse_embedding.indices],
+            values=[float(v) for v in query_sparse_embedding.values],
+        )
+        query = qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME)
+        return self._query(query, top_k, filters, return_embedding, score_threshold)
+
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
+        """Documents by id, in the order given (missing ids left out), with the dense vector and, if asked, the
+        sparse one."""
+        if not ids:
+            return []
+        vectors = [DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME] if sparse else [DENSE_VECTORS_NAME]
+        records = self.shard.retrieve([point_id(i) for i in ids], with_payload=True, with_vector=vectors)
+        found = {d.id: d for d in (point_to_document(r) for r in records)}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def get_documents_by_id(self, ids: list[str]) -> list[Document]:
+        """Documents by id with all their vectors (as ``QdrantDocumentStore.get_documents_by_id``)."""
+        return self.fetch_documents(ids, sparse=self.use_sparse_embeddings)
+
+    # -- maintenance ---------------------------------------------------------------------------------------------
+
+    def optimize(self, force: bool = False) -> bool:
+        """Build HNSW and merge segments when at least ``optimize_threshold`` points were written since the last
+        build (or always with ``force``). Blocks; call it after a bulk index, never on the query path. Points
+        not yet in an HNSW graph are searched exactly, so every search sees every written point either way.
+
+        :returns: whether anything was optimised.
+        """
+        opened = self._opened()
+        with opened.write_lock:
+            if not force and opened.unoptimized_writes < self.optimize_threshold:
+                return False
+            changed = opened.shard.optimize()
+            opened.shard.flush()
+            opened.unoptimized_writes = 0
+        logger.info("Optimised Qdrant Edge shard %s", self.shard_path)
+        return changed
+
+    def flush(self) -> None:
+        """Persist everything written so far (the write-ahead log already makes each write durable)."""
+        self.shard.flush()
+
+    def info(self) -> dict[str, int]:
+        """``points``, ``indexed_vectors`` and ``segments`` of the shard."""
+        info = self.shard.info()
+        return {
+            "points": info.points_count,
+            "indexed_vectors": info.indexed_vectors_count,
+            "segments": info.segments_count,
+        }
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _query(
+        self,
+        query: Any,
+        top_k: int,
+        filters: dict[str, Any] | None,
+        return_embedding: bool,
+        score_threshold: float | None,
+    ) -> list[Document]:
+        request = qe.QueryRequest(
+            limit=int(top_k),
+            query=query,
+            filter=convert_filters(filters),
+            with_payload=True,
+            with_vector=[DENSE_VECTORS_NAME] if return_embedding else False,
+            score_threshold=score_threshold,
+        )
+        return [point_to_document(p, p.score) for p in self.shard.query(request)]
+
+    def _scroll(self, edge_filter: qe.Filter | None, vectors: bool) -> Iterator[Any]:
+        offset = None
+        while True:
+            records, offset = self.shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset, limit=_SCROLL_PAGE, filter=edge_filter, with_payload=True, with_vector=vectors
+                )
+            )
+            yield from records
+            if offset is None:
+                return
+
+    def _stored_ids(self, ids: list[str]) -> set[str]:
+        records = self.shard.retrieve([point_id(i) for i in ids], with_payload=["id"], with_vector=False)
+        return {r.payload["id"] for r in records if r.payload}
+
+    def _update(self, operation: qe.UpdateOperation) -> None:
+        try:
+            self.shard.update(operation)
+        except Exception as err:
+            msg = f"Writing to the index '{self.shard_path}' failed: {err}"
+            raise DocumentStoreError(msg) from err
+
+
+def _last_per_id(documents: list[Document]) -> list[Document]:
+    return list({d.id: d for d in documents}.values())
+
+
+def _first_per_id(documents: list[Document]) -> list[Document]:
+    first: dict[str, Document] = {}
+    for d in documents:
+        first.setdefault(d.id, d)
+    return list(first.values())
+
+
+def _open_error(folder: Path, err: Exception, existed: bool) -> DocumentStoreError:
+    """A clear error for a shard that cannot be opened."""
+    text = str(err)
+    if "WouldBlock" in text:
+        return StoreLockedError(
+            f"The index '{folder}' is open in another process (one process owns an embedded index). Stop that "
+            f"process, or send your queries to it (e.g. the REST server of `adaptive-retrieval serve`)."
+        )
+    if "Permission denied" in text or "Read-only" in text or "PermissionDenied" in text:
+        return StoreFormatError(f"The index '{folder}' cannot be written (permission denied): {text}")
+    if existed and ("incompatible" in text.lower() or "mismatch" in text.lower() or "dimension" in text.lower()):
+        return StoreFormatError(
+            f"The index '{folder}' was built with another configuration (vector size, distance or sparse vectors) "
+            f"than this store's: {text}. Use the settings it was built with, or re-index into a new folder."
+        )
+    what = "open" if existed else "create"
+    return StoreFormatError(f"Could not {what} the index '{folder}': {text}")
+
+
+def release_all_clients() -> None:
+    """Flush and close every open shard of this process (tests use it to simulate a fresh process)."""
+    with _OPEN_LOCK:
+        for opened in _OPEN.values():
+            opened.close()
+        _OPEN.clear()

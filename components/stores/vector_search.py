@@ -1,0 +1,138 @@
+"""The one interface the retrieval channels use to search a vector store, embedded or server.
+
+:class:`~components.stores.edge_document_store.EdgeDocumentStore` implements :class:`VectorSearch` itself. A
+qdrant-haystack ``QdrantDocumentStore`` (a Qdrant server or cluster, ``url=``) is searched through the stock
+qdrant-haystack retrievers, its public API, by :class:`QdrantServerSearch`. :func:`vector_search` picks the one
+for a store, so a channel never calls a private method of either store.
+
+Usage::
+
+    search = vector_search(store)
+    hits = search.search_dense(vector, top_k=20, filters={"field": "meta.level", "operator": "==", "value": 0})
+    chunks = search.fetch_documents(["chunk-id-1", "chunk-id-2"])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """Dense and sparse top-k searches with Haystack filters, and documents by id."""
+
+    embedding_dim: int
+
+    def search_dense(
+        self,
+        query_embedding: list[float],
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> list[Document]:
+        """The ``top_k`` nearest documents that match ``filters``, best first."""
+        ...
+
+    def search_sparse(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> list[Document]:
+        """The ``top_k`` documents by sparse score that match ``filters``, best first."""
+        ...
+
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
+        """Documents by id in the order given (missing ones left out), with their dense vector."""
+        ...
+
+
+class QdrantServerSearch:
+    """:class:`VectorSearch` over a qdrant-haystack ``QdrantDocumentStore`` through its stock retrievers."""
+
+    def __init__(self, store: Any) -> None:
+        from haystack_integrations.components.retrievers.qdrant import (
+            QdrantEmbeddingRetriever,
+            QdrantSparseEmbeddingRetriever,
+        )
+
+        self.store = store
+        self.embedding_dim = store.embedding_dim
+        self._dense = {
+            flag: QdrantEmbeddingRetriever(document_store=store, return_embedding=flag) for flag in (True, False)
+        }
+        self._sparse = {
+            flag: QdrantSparseEmbeddingRetriever(document_store=store, return_embedding=flag) for flag in (True, False)
+        }
+
+    def search_dense(
+        self,
+        query_embedding: list[float],
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> list[Document]:
+        """Dense search on the server."""
+        if len(query_embedding) != self.embedding_dim:
+            msg = (
+                f"Query embedding has dimension {len(query_embedding)} but the collection '{self.store.index}' "
+                f"stores {self.embedding_dim}-d vectors: use the model the index was built with."
+            )
+            raise ValueError(msg)
+        retriever = self._dense[return_embedding]
+        found = retriever.run(query_embedding=query_embedding, filters=filters, top_k=top_k)["documents"]
+        return _above(found, score_threshold)
+
+    def search_sparse(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> list[Document]:
+        """Sparse search on the server."""
+        retriever = self._sparse[return_embedding]
+        found = retriever.run(query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k)
+        return _above(found["documents"], score_threshold)
+
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
+        """Documents by id (``get_documents_by_id``), in the order given."""
+        found = {d.id: d for d in self.store.get_documents_by_id(list(dict.fromkeys(ids)))} if ids else {}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def _above(documents: list[Document], threshold: float | None) -> list[Document]:
+    if threshold is None:
+        return documents
+    return [d for d in documents if d.score is not None and d.score >= threshold]
+
+
+def vector_search(store: Any) -> VectorSearch:
+    """The :class:`VectorSearch` of ``store``: the store itself when it implements it, else the server adapter
+    (build it once per component, e.g. in ``__init__``: the adapter holds two stock retrievers).
+
+    :raises TypeError: for a store that is neither.
+    """
+    if isinstance(store, VectorSearch):
+        return store
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    if isinstance(store, QdrantDocumentStore):
+        return QdrantServerSearch(store)
+    msg = (
+        f"{type(store).__name__} cannot be searched by the adaptive channels: use EdgeDocumentStore (a local "
+        "folder) or qdrant-haystack's QdrantDocumentStore (a Qdrant server)."
+    )
+    raise TypeError(msg)

@@ -1,0 +1,119 @@
+"""Which process owns a local store: a small ``<store>.server.json`` beside the store folder.
+
+An embedded store belongs to one process. A server that serves it writes ``{"pid", "url", "store"}`` beside it
+(``.adaptive/qdrant`` → ``.adaptive/qdrant.server.json``) and removes the file when it stops; the CLI reads the
+file and sends its query to that server instead of opening the folder a second time. A file whose process is
+gone is stale and ignored. A store on a server (``$QDRANT_URL``) has no owner: every process may open it.
+
+Usage::
+
+    claim_store(".adaptive/qdrant", "http://127.0.0.1:1416")     # in the server
+    owner = store_owner(".adaptive/qdrant")                       # in the CLI: None, or {"pid", "url", ...}
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SUFFIX = ".server.json"
+
+
+class StoreOwnedError(RuntimeError):
+    """Another live process serves this store; the message names it."""
+
+
+def local_store_path(path: str | None = None) -> Path | None:
+    """The local store folder a command would open: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else the default;
+    ``None`` when the store is a server (``$QDRANT_URL``) and no ``path`` is given."""
+    from pipelines.store_config import DEFAULT_PATH, QDRANT_PATH_ENV, QDRANT_URL_ENV
+
+    if path is None and os.environ.get(QDRANT_URL_ENV):
+        return None
+    return Path(path or os.environ.get(QDRANT_PATH_ENV) or DEFAULT_PATH).expanduser().resolve()
+
+
+def owner_file(store_path: str | Path) -> Path:
+    """``<store>.server.json`` beside the store folder."""
+    path = Path(store_path).expanduser().resolve()
+    return path.with_name(path.name + SUFFIX)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def store_owner(store_path: str | Path) -> dict[str, Any] | None:
+    """The live server that owns ``store_path`` (``{"pid", "url", "store", "file"}``), or ``None``."""
+    file = owner_file(store_path)
+    try:
+        info = json.loads(file.read_text(encoding="utf-8"))
+        pid = int(info["pid"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        logger.warning("Ignoring unreadable %s: %s", file, err)
+        return None
+    return {**info, "file": str(file)} if _alive(pid) else None
+
+
+def claim_store(store_path: str | Path, url: str | None) -> Path:
+    """Record this process as the owner of ``store_path``, served at ``url``; removed again at exit.
+
+    :raises StoreOwnedError: when another live process owns the store.
+    """
+    owner = store_owner(store_path)
+    if owner is not None and int(owner["pid"]) != os.getpid():
+        msg = (
+            f"The store {Path(store_path).resolve()} is already served by process {owner['pid']} at "
+            f"{owner.get('url') or '(unknown URL)'}: stop that server, or use another --store"
+        )
+        raise StoreOwnedError(msg)
+    file = owner_file(store_path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    partial = file.with_name(f".{file.name}.{os.getpid()}.partial")
+    info = {"pid": os.getpid(), "url": url, "store": str(Path(store_path).resolve())}
+    partial.write_text(json.dumps(info), encoding="utf-8")
+    partial.replace(file)
+    atexit.register(release_store, store_path)
+    return file
+
+
+def release_store(store_path: str | Path) -> None:
+    """Remove the owner file of ``store_path`` if this process wrote it."""
+    file = owner_file(store_path)
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        if int(json.loads(file.read_text(encoding="utf-8"))["pid"]) == os.getpid():
+            file.unlink()
+
+
+def served_url() -> str:
+    """The URL this process serves at, from Hayhooks' settings (``hayhooks run`` and ``create_app`` set them);
+    a wildcard bind is reached through loopback."""
+    from hayhooks.settings import settings
+
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}"
+
+
+def claim_served_store() -> Path | None:
+    """Claim the local store the served pipelines open (none for a store on a server).
+
+    :raises StoreOwnedError: when another live process serves it.
+    """
+    path = local_store_path()
+    return None if path is None else claim_store(path, served_url())

@@ -1,0 +1,44 @@
+"""EdgeDocumentStore passes Haystack's own document-store test suites, plus the searches the channels need."""
+
+from __future__ import annotations
+
+import pytest
+from haystack import Document
+from haystack.testing.document_store import (
+    CountDocumentsByFilterTest,
+    DeleteAllTest,
+    DeleteByFilterTest,
+    DocumentStoreBaseTests,
+)
+
+from components.stores.edge_document_store import EdgeDocumentStore
+
+
+class TestEdgeDocumentStoreHaystackSuites(
+    DocumentStoreBaseTests, DeleteAllTest, DeleteByFilterTest, CountDocumentsByFilterTest
+):
+    """Haystack's count, write, delete, filter, delete-all, delete-by-filter and count-by-filter suites."""
+
+    @pytest.fixture
+    def document_store(self, tmp_path):
+        store = EdgeDocumentStore(path=str(tmp_path / "edge"), embedding_dim=768, payload_fields_to_index={})
+        yield store
+        store.close()
+
+    def assert_documents_are_equal(self, received: list[Document], expected: list[Document]) -> None:
+        """Order by id, and compare embeddings by direction: Qdrant stores cosine vectors normalised."""
+        assert len(received) == len(expected)
+        received, expected = sorted(received, key=lambda d: d.id), sorted(expected, key=lambda d: d.id)
+        for got, want in zip(received, expected, strict=True):
+            assert (got.id, got.content, got.meta, got.score) == (want.id, want.content, want.meta, want.score)
+            assert (got.embedding is None) == (want.embedding is None)
+            if want.embedding is not None:
+                norm = sum(v * v for v in want.embedding) ** 0.5
+                assert got.embedding == pytest.approx([v / norm for v in want.embedding], rel=1e-4, abs=1e-6)
+
+    def test_write_documents(self, document_store: EdgeDocumentStore) -> None:
+        """The default policy (NONE) overwrites, as qdrant-haystack's store does."""
+        doc = Document(content="first")
+        assert document_store.write_documents([doc]) == 1
+        assert document_store.write_documents([Document(id=doc.id, content="second")]) == 1
+        assert [d.content for d in document_store.filter_documents()] == ["second"]
