@@ -40,7 +40,7 @@ POINTS = (
     "index.after_pending:1",
     "writer.before_upsert:1",
     "writer.mid_upsert:1",
-    "writer.mid_upsert:1",
+    "graph.after_write:2",
     "writer.before_delete:1",
     "graph.after_write:1",
     "index.after_pipeline:1",
