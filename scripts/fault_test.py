@@ -160,7 +160,9 @@ def cli_trials(args: argparse.Namespace, work: Path, corpus: list[Path], referen
             done = cli("index", "--store", str(store), str(files_dir), "--batch-files", "6")
             assert done.returncode == 0, done.stderr[-2000:]
             shorten(files_dir / corpus[0].name)
-        point = POINTS[trial % len(POINTS)] if trial % 3 != 2 else None
+        points = args.points or POINTS
+        # Every third trial (unless --points) kills at a random moment instead of a named point.
+        point = points[trial % len(points)] if args.points or trial % 3 != 2 else None
         # Random moments spread over a clean run's duration (start-up included), measured on this machine.
         delay = None if point else rng.uniform(0.3, 1.0) * args.clean_s
         env = {"ADAPTIVE_FAULT_AT": point} if point else {}
@@ -295,6 +297,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--passages", type=int, default=8, help="passages per file")
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--points", nargs="+", default=None, help="only these fault points (no random moments)")
     parser.add_argument("--json", type=Path, default=None, help="write the trials as JSON here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fault_test_"))
