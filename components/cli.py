@@ -10,6 +10,7 @@ Usage::
     adaptive-retrieval query --json "error E1045"    # the full response with diagnostics, as JSON
     adaptive-retrieval delete notes.md               # remove a source (chunks, summaries, graph, upload)
     adaptive-retrieval calibrate --store .adaptive/qdrant   # fit the quality gate on this index (no labels)
+    adaptive-retrieval stats --store .adaptive/qdrant  # per source: chunks, summaries, graph chunks, state
     adaptive-retrieval serve --port 1416             # Hayhooks REST app, read-only (+ /mcp, /diagrams)
     adaptive-retrieval draw --out build/diagrams --format mmd svg png html
 """
@@ -137,6 +138,13 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         f"{counts['chunks_written']} chunks written, {counts['chunks_deleted']} removed; {total} documents in store",
         file=out,
     )
+    if counts.get("redone"):
+        print(f"{counts['redone']} source(s) left unfinished by an earlier run were redone", file=out)
+    for failure in counts.get("failed", []):
+        print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
+    if counts.get("failed"):
+        print(f"error: {len(counts['failed'])} file(s) yielded no text and were not indexed", file=sys.stderr)
+        return EXIT_ERROR
     return 0
 
 
@@ -153,6 +161,10 @@ def _print_query(response: Any, out: TextIO, full: bool) -> None:
         print(f"structural: {response.structural}", file=out)
     if response.gate:
         print(f"gate: {json.dumps(response.gate, default=str)}", file=out)
+    failed = (response.fusion or {}).get("failed") or []
+    if failed:
+        reasons = (response.fusion or {}).get("failed_reasons") or {}
+        print("failed channels: " + "; ".join(f"{c} ({reasons.get(c, 'see the log')})" for c in failed), file=out)
     print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in response.timings_ms.items()), file=out)
     if not response.documents:
         print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)
@@ -276,6 +288,43 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    """Show what an index holds per source (chunks, summaries, graph chunks, entities, hash, state) and totals;
+    exits 1 when a source is not complete."""
+    from components.indexing.manifest import index_stats
+    from pipelines.store_config import make_graph_store, make_store
+
+    overrides = _store_overrides(args)
+    path = overrides.get("path") or (None if overrides.get("url") else os.environ.get(STORE_PATH_ENV))
+    if path and not os.path.isdir(path):
+        msg = f"No index at {path}: index files first with `adaptive-retrieval index --store {path} PATH`"
+        raise CliError(msg)
+    store = make_store(**overrides)
+    stats = index_stats(store, make_graph_store(qdrant_path=getattr(store, "path", None)))
+    if args.json:
+        print(json.dumps(stats, indent=2), file=out)
+    else:
+        header = f"{'state':<9} {'chunks':>7} {'summ.':>6} {'graph':>6} {'ent.':>6}  {'hash':<12} source"
+        print(header, file=out)
+        for source, row in stats["sources"].items():
+            graph = "-" if row["graph_chunks"] is None else row["graph_chunks"]
+            ents = "-" if row["entities"] is None else row["entities"]
+            print(
+                f"{row['state']:<9} {row['chunks']:>7} {row['summaries']:>6} {graph:>6} {ents:>6}  "
+                f"{row['source_hash'][:12]:<12} {source}" + (f"  ({row['reason']})" if row.get("reason") else ""),
+                file=out,
+            )
+        totals = stats["totals"]
+        states = ", ".join(f"{n} {s}" for s, n in sorted(totals["states"].items())) or "empty"
+        print(
+            f"total: {totals['sources']} sources ({states}); {totals['chunks']} chunks, {totals['summaries']} "
+            f"summaries, {totals['graph_chunks']} graph chunks, {totals['orphan_graph_chunks']} orphaned graph chunks",
+            file=out,
+        )
+    complete = all(row["state"] == "complete" for row in stats["sources"].values())
+    return 0 if complete and not stats["totals"]["orphan_graph_chunks"] else EXIT_ERROR
+
+
 def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     """Write the pipelines' mermaid text and render it offline (SVG/PNG/PDF, HTML page)."""
     from pipelines.drawing import draw_pipelines
@@ -293,7 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{index,query,delete,calibrate,serve,draw}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{index,query,delete,stats,calibrate,serve,draw}"
+    )
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
     store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
@@ -329,6 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sources", nargs="+", metavar="SOURCE", help="an indexed file's path, or an upload's file name")
     p.set_defaults(func=cmd_delete)
 
+    p = sub.add_parser("stats", parents=[store], help="what an index holds, per source", description=cmd_stats.__doc__)
+    p.add_argument("--json", action="store_true", help='print {"sources": {...}, "totals": {...}} as JSON')
+    p.set_defaults(func=cmd_stats)
+
     p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)
     p.add_argument("--out", default="build/diagrams", help="output folder (default build/diagrams)")
     p.add_argument("--format", nargs="+", choices=FORMATS, default=["mmd", "svg"], help="formats (default mmd svg)")
@@ -348,15 +403,19 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")
+    from haystack.core.errors import PipelineError, PipelineRuntimeError
+
     from pipelines.drawing import RendererNotInstalledError
     from pipelines.yaml_io import PipelineLoadError
 
+    known = (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError)
     try:
         return args.func(args, out)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError) as err:
+    except (*known, PipelineError, PipelineRuntimeError) as err:
+        # PipelineError: a component failed loudly (e.g. a store path that is a file); its message names it.
         # RuntimeError covers Qdrant's "storage folder is already accessed by another instance" (a server holds
         # the folder): its message says what to do.
         print(f"error: {err}", file=sys.stderr)

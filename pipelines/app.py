@@ -27,10 +27,19 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 
 from pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_js, mermaid_texts, render
 
@@ -204,6 +213,7 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     inner = create_hayhooks_app()
     inner.include_router(diagram_router())
     inner.include_router(sources_router())
+    inner.add_exception_handler(RequestValidationError, validation_error_response)
     if policy.token is not None:
         _document_bearer_auth(inner)
         # Hayhooks' /traces routes check their own bearer token: make it the same one.
@@ -236,6 +246,34 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
             allow_headers=["authorization", "content-type", "mcp-protocol-version", "mcp-session-id"],
         )
     return app
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
+
+
+async def validation_error_response(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 for an invalid request, with the echoed input made encodable.
+
+    The default handler echoes the input, and a JSON body holding a lone surrogate (``"\\ud800"``, valid JSON)
+    made rendering that echo fail with a 500.
+    """
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else [{"msg": str(exc)}]
+    return JSONResponse(
+        status_code=422,
+        content={
+            "detail": _encodable(
+                jsonable_encoder(errors, custom_encoder={bytes: lambda b: b.decode("utf-8", "backslashreplace")})
+            )
+        },
+    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:

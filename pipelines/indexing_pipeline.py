@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,22 @@ from haystack.components.routers import FileTypeRouter
 
 from components.indexing.community_detector import CommunityDetector
 from components.indexing.entity_extractor import EntityExtractor
+from components.indexing.faults import fault_point
 from components.indexing.graph_writer import GraphWriter
+from components.indexing.manifest import (
+    STATE_COMPLETE,
+    STATE_FAILED,
+    STATE_INDEXING,
+    complete_record,
+    looks_complete,
+    manifest_document,
+    missing_nodes,
+    produced_nodes,
+    read_manifests,
+    reconcile,
+    remove_sources,
+    write_manifests,
+)
 from components.indexing.replacing_writer import ReplacingDocumentWriter
 from components.indexing.section_splitter import SectionSplitter
 from components.indexing.section_tree_builder import SectionTreeBuilder
@@ -26,6 +42,7 @@ from components.models.document_embedder import OnnxDocumentEmbedder
 from components.models.paths import DEFAULT_MODEL
 from components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from components.stores.graph_store import GraphStore
+from pipelines.limits import Limits
 from pipelines.store_config import make_graph_store, make_store
 
 logger = logging.getLogger(__name__)
@@ -149,19 +166,36 @@ def store_of(pipeline: Pipeline) -> Any:
 
 
 def indexed_hashes(store: Any, sources: list[str]) -> dict[str, str]:
-    """``{source: source_hash}`` of the given sources already in ``store``."""
-    if not sources:
-        return {}
-    docs = store.filter_documents(
-        filters={
-            "operator": "AND",
-            "conditions": [
-                {"field": "meta.source", "operator": "in", "value": sources},
-                {"field": "meta.level", "operator": "==", "value": 0},
-            ],
-        }
-    )
-    return {d.meta["source"]: d.meta.get("source_hash", "") for d in docs}
+    """``{source: source_hash}`` of the given sources whose manifest record says ``complete``."""
+    records = read_manifests(store, sources)
+    return {s: str(r.get("source_hash", "")) for s, r in records.items() if r.get("state") == STATE_COMPLETE}
+
+
+def extraction_problem(path: Path) -> str:
+    """Why ``path`` yielded no text, as far as can be told from its bytes (for the failure message)."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        return f"cannot read the file: {err.strerror or err}"
+    if not data.strip():
+        return "the file is empty"
+    if path.suffix.lower() == ".pdf":
+        if not data.startswith(b"%PDF"):
+            return "not a PDF (no %PDF header)"
+        return "no text could be extracted from the PDF (broken, encrypted or scanned images only)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text ({err.reason} at byte {err.start})"
+    return "no text left after extraction and cleaning"
+
+
+def _unfinished_files(unfinished: list[str], seen: set[str]) -> list[Path]:
+    return [
+        Path(s)
+        for s in unfinished
+        if s not in seen and Path(s).is_file() and Path(s).suffix.lower() in SUPPORTED_SUFFIXES
+    ]
 
 
 def index_paths(
@@ -170,36 +204,109 @@ def index_paths(
     force: bool = False,
     batch_files: int = 64,
     progress: Callable[[int, int], None] | None = None,
+    check: Callable[[list[Path]], None] | None = None,
+    limits: Limits | None = None,
 ) -> dict[str, Any]:
     """Index the supported files under ``paths`` with an indexing pipeline (built or loaded from YAML).
 
-    Unchanged files (same SHA-256 as when indexed) are skipped unless ``force``; changed files replace their
-    chunks. ``progress(done, total)`` is called after each batch (the CLI draws a bar with it). Returns counts:
-    ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``.
+    Crash-safe per source: each source's manifest record (see :mod:`components.indexing.manifest`) is written
+    ``indexing`` before its first node and ``complete`` only after every chunk, summary and graph record was
+    verified in both stores. Before indexing, the stores are reconciled and sources a crash left unfinished are
+    redone (also when not among ``paths``). Sources whose record is ``complete`` with the same SHA-256 are
+    skipped unless ``force``; changed files replace their chunks. A file that yields no text is reported in
+    ``failed`` with the reason (and what it held before is removed).
+
+    :param paths: a list of files or folders (a single string is refused: iterating it would walk its letters).
+    :param progress: ``progress(done, total)`` after each batch (the CLI draws a bar with it).
+    :param check: called with each batch before it runs; raise to stop (time budget, client gone).
+    :param limits: per-file size limits (default :meth:`Limits.from_env`); a file over one is reported in
+        ``failed`` with the limit and the variable that raises it, before any work is spent on it.
+    :returns: counts ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``, ``redone``
+        (unfinished sources redone) and ``failed`` (``[{"source", "reason"}]``).
+    :raises TypeError: when ``paths`` is a string or bytes rather than a list of them.
     """
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        msg = f"paths must be a list of files or folders, e.g. [{str(paths)!r}], not a single {type(paths).__name__}"
+        raise TypeError(msg)
     files = collect_files(paths)
     store = store_of(pipeline)
+    graph_store = graph_store_of(pipeline)
+    state = reconcile(store, graph_store)
+    redo = _unfinished_files(state.unfinished, {str(f) for f in files})
+    files = sorted(files + redo)
     hashes = {str(f): file_hash(f) for f in files}
-    known = {} if force else indexed_hashes(store, list(hashes))
-    todo = [f for f in files if force or known.get(str(f)) != hashes[str(f)]]
+    records = {s: r for s, r in state.records.items() if s in hashes}
+    intact = looks_complete(store, records)
+    todo = [
+        f
+        for f in files
+        if force
+        or records.get(str(f), {}).get("state") != STATE_COMPLETE
+        or records[str(f)].get("source_hash") != hashes[str(f)]
+        or not intact.get(str(f), False)
+    ]
+    names = {name for name, _ in pipeline.walk()}
+    keep = {n for n in ("section_tree", "splitter", "entity_extractor") if n in names}
     written = deleted = 0
-    for start in range(0, len(todo), batch_files):
-        batch = todo[start : start + batch_files]
-        logger.info("Indexing files %d-%d of %d", start + 1, start + len(batch), len(todo))
+    failed: list[dict[str, str]] = []
+    limits = limits or Limits.from_env()
+    chunk_words = int(getattr(pipeline.get_component("splitter"), "chunk_words", 180)) if "splitter" in names else 180
+    refused = {str(f): problem for f in todo if (problem := limits.file_problem(f, chunk_words))}
+    if refused:
+        # Refused before any work; what such a file held before is stale (its content changed), so it goes.
+        remove_sources(store, graph_store, list(refused))
+        write_manifests(store, [manifest_document(s, hashes[s], STATE_FAILED, reason=r) for s, r in refused.items()])
+        failed.extend({"source": s, "reason": r} for s, r in refused.items())
+        for reason in refused.values():
+            logger.warning("Not indexed: %s", reason)
+        todo_run = [f for f in todo if str(f) not in refused]
+    else:
+        todo_run = todo
+    for start in range(0, len(todo_run), batch_files):
+        batch = todo_run[start : start + batch_files]
+        if check is not None:
+            check(batch)
+        logger.info("Indexing files %d-%d of %d", start + 1, start + len(batch), len(todo_run))
+        write_manifests(store, [manifest_document(str(f), hashes[str(f)], STATE_INDEXING) for f in batch])
+        fault_point("index.after_pending")
         result = pipeline.run(
-            {"file_router": {"sources": batch, "meta": [{"source_hash": hashes[str(f)]} for f in batch]}}
+            {"file_router": {"sources": batch, "meta": [{"source_hash": hashes[str(f)]} for f in batch]}},
+            include_outputs_from=keep,
         )
+        fault_point("index.after_pipeline")
         written += result["writer"]["documents_written"]
         deleted += result["writer"]["documents_deleted"]
+        documents = result.get("section_tree", result.get("splitter", {})).get("documents", [])
+        produced = produced_nodes(documents, result.get("entity_extractor", {}).get("entities", []))
+        empty = [f for f in batch if not produced.get(str(f)) or not produced[str(f)].chunk_ids]
+        if empty:
+            # What a now-empty file held before is stale: remove it, then record the failure.
+            remove_sources(store, graph_store, [str(f) for f in empty])
+            reasons = {str(f): extraction_problem(f) for f in empty}
+            failed.extend({"source": s, "reason": r} for s, r in reasons.items())
+            write_manifests(
+                store, [manifest_document(s, hashes[s], STATE_FAILED, reason=r) for s, r in reasons.items()]
+            )
+            for source, reason in reasons.items():
+                logger.warning("No text indexed from %s: %s", source, reason)
+        done = {s: n for s, n in produced.items() if s in hashes and n.chunk_ids}
+        problems = missing_nodes(store, graph_store, done)
+        if problems:
+            msg = "Indexing did not store every node: " + "; ".join(f"{s}: {p}" for s, p in problems.items())
+            raise RuntimeError(msg)
+        fault_point("index.before_complete")
+        write_manifests(store, [complete_record(s, hashes[s], n) for s, n in done.items()])
         if progress is not None:
-            progress(start + len(batch), len(todo))
+            progress(start + len(batch), len(todo_run))
     optimize_store(store)
     return {
         "files": len(files),
-        "indexed": len(todo),
+        "indexed": len(todo) - len(failed),
         "skipped": len(files) - len(todo),
         "chunks_written": written,
         "chunks_deleted": deleted,
+        "redone": len(set(state.unfinished) & {str(f) for f in todo}),
+        "failed": failed,
     }
 
 
@@ -218,15 +325,11 @@ def graph_store_of(pipeline: Pipeline) -> GraphStore | None:
 
 
 def delete_sources(store: Any, sources: Iterable[str | Path], graph_store: GraphStore | None = None) -> int:
-    """Delete every node (chunks and summaries) of the given sources, and their chunks in ``graph_store`` when
-    given (see :func:`graph_store_of`); returns how many document-store nodes were removed."""
+    """Delete every node (chunks and summaries) of the given sources, their chunks in ``graph_store`` when given
+    (see :func:`graph_store_of`) and their manifest records, in a crash-safe order (records marked ``deleting``
+    first, removed last); returns how many document-store nodes were removed."""
+    if isinstance(sources, (str, bytes, os.PathLike)):
+        msg = f"sources must be a list of sources, e.g. [{str(sources)!r}], not a single {type(sources).__name__}"
+        raise TypeError(msg)
     names = [str(Path(s).expanduser().resolve()) if Path(s).expanduser().exists() else str(s) for s in sources]
-    if not names:
-        return 0
-    found = store.filter_documents(filters={"field": "meta.source", "operator": "in", "value": names})
-    ids = [d.id for d in found]
-    if ids:
-        store.delete_documents(ids)
-    if graph_store is not None:
-        graph_store.delete_documents(sorted({str(d.meta["doc_id"]) for d in found if d.meta.get("doc_id")}))
-    return len(ids)
+    return remove_sources(store, graph_store, names)

@@ -3,6 +3,10 @@ which loops back to routing with a wider strategy when the evidence is weak."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from haystack import Document, Pipeline
@@ -38,6 +42,8 @@ CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
 #: bounded and the set of the first 10 never changes (scripts/eval_rerank.py: reranking all 15 of a profile's
 #: top_k lost full@10 on hotpotqa100 and musique_dev100; the first 10 kept it).
 RERANK_TOP = 10
+#: Longest query text accepted (also the REST model's limit): a question, not a document.
+MAX_QUERY_CHARS = 4000
 
 
 def build_query_pipeline(
@@ -145,20 +151,79 @@ def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
     return inputs
 
 
+class NoChannelAnsweredError(RuntimeError):
+    """The retrieval channels failed (all of them, or enough that nothing came back): an empty result would
+    read as "nothing matched"."""
+
+    def __init__(self, reasons: dict[str, str]) -> None:
+        self.reasons = reasons
+        detail = "; ".join(f"{c}: {r}" for c, r in reasons.items())
+        super().__init__(
+            f"Retrieval failed ({detail}). The index may be locked by another process, read-only, "
+            "missing or unreachable: check --store / $ADAPTIVE_QDRANT_PATH / $QDRANT_URL and the server log."
+        )
+
+
+class _ChannelFailures(logging.Handler):
+    """Collects this thread's "channel failed" warnings during one query, to name the reasons.
+
+    Channels fail softly (they log and send nothing); the log record is where the reason lives.
+    """
+
+    def __init__(self, channels: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.channels, self.thread, self.reasons = channels, threading.get_ident(), {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread != self.thread or not record.args or not isinstance(record.args, tuple):
+            return
+        channel = record.args[0]
+        if channel in self.channels and channel not in self.reasons:
+            self.reasons[channel] = ": ".join(str(a) for a in record.args[1:]) or record.getMessage()
+
+
+@contextlib.contextmanager
+def _collect_channel_failures(channels: list[str]) -> Iterator[_ChannelFailures]:
+    handler = _ChannelFailures(channels)
+    log = logging.getLogger("components.retrieval")
+    log.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        log.removeHandler(handler)
+
+
 def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     """Run ``query`` and gather the documents with the routing, fusion and gate diagnostics and stage timings.
 
     :returns: ``documents`` (the gate's final list), ``gate`` (``decision`` pass/insufficient, ``quality``,
         ``signals`` and ``attempt`` of the attempt that produced the documents, ``attempts`` = every attempt's
         record), ``intent``, ``confidence``, ``weights`` (as used by the joiner), ``strategy``, ``routing``,
-        ``fusion`` (``failed``: channels the router weighted that delivered nothing because they failed),
+        ``fusion`` (``failed``: channels the router weighted that delivered nothing because they failed;
+        ``failed_reasons``: why, per channel),
         ``timings_ms`` (per component summed over attempts, and ``total``). Routing and fusion describe the
         last attempt.
+    :raises TypeError: when ``query`` is not a string.
+    :raises ValueError: when it is empty, longer than :data:`MAX_QUERY_CHARS` or not valid Unicode.
+    :raises NoChannelAnsweredError: when every channel the router weighted failed, or some failed and no
+        document came back (not "no match": an error).
     """
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str):
+        msg = f"The query must be a string, got {type(query).__name__}"
+        raise TypeError(msg)
+    if not query.strip():
         msg = "The query is empty: pass a non-empty question or keywords."
         raise ValueError(msg)
-    with stage_timings() as times:
+    if len(query) > MAX_QUERY_CHARS:
+        msg = f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
+        raise ValueError(msg)
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as err:
+        msg = f"The query is not valid Unicode text ({err.reason} at character {err.start})"
+        raise ValueError(msg) from err
+    joiner = pipeline.get_component("joiner")
+    with stage_timings() as times, _collect_channel_failures(list(joiner.channels)) as failures:
         result = pipeline.run(query_inputs(pipeline, query), include_outputs_from={"router", "joiner"})
     router = result["router"]
     fusion = result["joiner"]["fusion"]
@@ -167,8 +232,12 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     final = next((result[n] for n in ends if "documents" in result.get(n, {})), {})
     documents: list[Document] = final.get("documents", [])
     gate = {k: v for k, v in result.get("gate", {}).items() if k != "documents"} or None
-    joiner = pipeline.get_component("joiner")
-    failed = [c for c in joiner.channels if router["weights"].get(c, 0.0) > 0 and c not in fusion["sizes"]]
+    weighted = [c for c in joiner.channels if router["weights"].get(c, 0.0) > 0]
+    failed = [c for c in weighted if c not in fusion["sizes"]]
+    reasons = {c: failures.reasons.get(c, "failed (see the log)") for c in failed}
+    if failed and (len(failed) == len(weighted) or not documents):
+        # All failed, or some failed and nothing came back: "no match" would hide the failure.
+        raise NoChannelAnsweredError(reasons)
     return {
         "query": query,
         "documents": documents,
@@ -179,6 +248,6 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         "strategy": {k: router[k] for k in ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")},
         "structural": router.get("structural"),
         "routing": router["routing"],
-        "fusion": {**fusion, "failed": failed},
+        "fusion": {**fusion, "failed": failed, "failed_reasons": reasons},
         "timings_ms": {**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
     }

@@ -60,6 +60,8 @@ def load_served_pipeline(name: str) -> Pipeline:
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
 #: Largest accepted upload, in bytes (``$ADAPTIVE_MAX_UPLOAD_MB``, default 50 MB).
 MAX_UPLOAD_BYTES = int(float(os.environ.get("ADAPTIVE_MAX_UPLOAD_MB", "50")) * 1024 * 1024)
+#: Longest stored upload name (characters; the name is ASCII after sanitising, so also bytes).
+MAX_NAME_CHARS = 120
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
@@ -156,6 +158,8 @@ class IndexResponse(BaseModel):
     skipped: int = Field(description="Files unchanged since they were indexed")
     chunks_written: int
     chunks_deleted: int
+    redone: int = Field(0, description="Sources an interrupted earlier run left unfinished, indexed again")
+    failed: list[dict[str, str]] = Field(default_factory=list, description="Files that yielded no text: source, reason")
     sources: list[str] = Field(default_factory=list, description="Source names of the files, as stored in meta")
     documents_total: int = Field(description="Documents in the store after indexing")
     timings_ms: dict[str, float] = Field(default_factory=dict)
@@ -183,6 +187,10 @@ def safe_filename(filename: str | None) -> str:
     :raises UploadRejectedError: without a usable name or with an unsupported extension.
     """
     name = _SAFE_NAME.sub("_", Path((filename or "").replace("\\", "/")).name).strip(" .")
+    if len(name) > MAX_NAME_CHARS:
+        # File systems refuse names over 255 bytes ("File name too long"): keep the start and the suffix.
+        suffix = Path(name).suffix[:16]
+        name = name[: MAX_NAME_CHARS - len(suffix)].rstrip(" .") + suffix
     if not name:
         msg = "The uploaded file has no usable name: send it with a filename such as notes.md"
         raise UploadRejectedError(msg)

@@ -76,7 +76,8 @@ def delete_sources(
         removed.append(
             {
                 "source": source,
-                "documents_removed": len(docs),
+                # The source's manifest record (level -1) goes too, but it is not a document of the index.
+                "documents_removed": sum(1 for d in docs if int(d.meta.get("level", 0) or 0) >= 0),
                 "graph_chunks_removed": graph_removed,
                 "file_removed": upload is not None,
             }

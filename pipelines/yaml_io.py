@@ -97,6 +97,25 @@ def resolve_yaml(name_or_path: str | Path) -> Path:
     return candidate
 
 
+#: Most ``*alias`` references a pipeline YAML may hold. The files this package writes hold none; nested
+#: anchors ("billion laughs") expand exponentially in any code that walks the loaded data.
+MAX_YAML_ALIASES = 64
+
+
+def _refuse_alias_bombs(text: str) -> None:
+    """Refuse YAML with more than :data:`MAX_YAML_ALIASES` aliases, from the event stream (nothing is built)."""
+    aliases = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                msg = (
+                    f"Pipeline YAML holds more than {MAX_YAML_ALIASES} aliases (*name): refused, as nested "
+                    "anchors expand exponentially; write the values out instead"
+                )
+                raise PipelineLoadError(msg)
+
+
 def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     """Build a pipeline from YAML text.
 
@@ -108,9 +127,11 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     :raises PipelineLoadError: for malformed YAML or a YAML that is not a pipeline.
     """
     try:
+        _refuse_alias_bombs(text)
         # Haystack's marshaller: safe loading plus the tuple tag its own dumps emit.
         data = YamlMarshaller().unmarshal(text)
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, TypeError) as err:
+        # TypeError: Haystack's marshaller refusing a tag it has no safe constructor for (``!!python/...``).
         msg = f"Malformed pipeline YAML: {err}"
         raise PipelineLoadError(msg) from err
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):

@@ -121,7 +121,9 @@ def snapshot(store_path: Path) -> set[str]:
     from pipelines.store_config import make_store
 
     try:
-        return {d.id for d in make_store(path=str(store_path)).filter_documents()}
+        # Chunks and summaries (level >= 0); the sources' manifest records (level -1) are not documents.
+        nodes = {"field": "meta.level", "operator": ">=", "value": 0}
+        return {d.id for d in make_store(path=str(store_path)).filter_documents(nodes)}
     finally:
         release_all_clients()
 
@@ -152,6 +154,13 @@ def main() -> int:
     parser.add_argument("--topics", type=int, default=40, help="reference chapters indexed first (default 40)")
     parser.add_argument("--workdir", default=None, help="scratch folder (default: a new temporary folder)")
     parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
+    parser.add_argument(
+        "--big-upload-chars",
+        type=int,
+        default=0,
+        help="phase 2 uploads ONE file of about this many characters (e.g. the server's $ADAPTIVE_MAX_FILE_CHARS) "
+        "instead of --uploads small ones",
+    )
     args = parser.parse_args()
     if not 1 <= args.clients <= 64 or not 1 <= args.seconds <= 600 or not 0 <= args.uploads <= len(UNIQUE_WORDS):
         parser.error("--clients must be 1-64, --seconds 1-600, --uploads 0-8")
@@ -191,14 +200,26 @@ def main() -> int:
             run_clients(url, args.clients, args.seconds, args.max_requests, phase1)
             print(phase1.report(args.clients), flush=True)
 
-            phase2 = Phase(f"queries while indexing {args.uploads} uploads")
+            what = f"1 upload of {args.big_upload_chars} chars" if args.big_upload_chars else f"{args.uploads} uploads"
+            if args.big_upload_chars:
+                args.uploads = 1
+            phase2 = Phase(f"queries while indexing {what}")
             from pydoc_data.topics import topics
 
             spare = sorted(set(topics) - {p.stem for p in corpus})
 
+            def body(i: int, word: str) -> str:
+                text = f"# Bulletin {word}\n\nThe {word} procedure is described here.\n\n" + topics[spare[i]]
+                if not args.big_upload_chars:
+                    return text
+                chapters = [f"\n\n## {name}\n\n" + topics[name] for name in spare]
+                while len(text) < args.big_upload_chars:
+                    text += chapters[len(text) % len(chapters)]
+                return text[: args.big_upload_chars]
+
             def upload_all() -> None:
                 for i, word in enumerate(UNIQUE_WORDS[: args.uploads]):
-                    text = f"# Bulletin {word}\n\nThe {word} procedure is described here.\n\n" + topics[spare[i]]
+                    text = body(i, word)
                     response = http.post("/indexing/run", files=[("files", (f"bulletin-{word}.md", text))])
                     if response.status_code != 200:
                         failures.append(f"upload {word}: {response.status_code} {response.text[:200]}")
@@ -207,8 +228,10 @@ def main() -> int:
 
             uploader = threading.Thread(target=upload_all)
             uploader.start()
+            upload_start = time.monotonic()
             run_clients(url, args.clients, args.seconds, args.max_requests, phase2)
             uploader.join()
+            print(f"uploads took {time.monotonic() - upload_start:.1f} s", flush=True)
             print(phase2.report(args.clients), flush=True)
 
             for item in uploads:

@@ -248,7 +248,9 @@ BULLETINS = [("quetzal", "global"), ("axolotl", "nonlocal"), ("narwhal", "pass")
 def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> None:
     client = served["client"]
     store = _store(served["folder"] / "qdrant")
-    ids_before = {d.id for d in store.filter_documents()}
+    # Chunks and summaries (level >= 0), not the sources' manifest records (level -1).
+    nodes = {"field": "meta.level", "operator": ">=", "value": 0}
+    ids_before = {d.id for d in store.filter_documents(nodes)}
     stop = threading.Event()
     outcomes: list[int | str] = []
 
@@ -275,7 +277,7 @@ def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> No
         for thread in threads:
             thread.join()
     assert outcomes and all(o == 200 for o in outcomes), [o for o in outcomes if o != 200][:5]
-    ids_after = {d.id for d in store.filter_documents()}
+    ids_after = {d.id for d in store.filter_documents(nodes)}
     assert ids_before <= ids_after
     assert len(ids_after) == len(ids_before) + written
     assert len(store.get_documents_by_id(sorted(ids_after))) == len(ids_after)
@@ -485,7 +487,8 @@ def test_delete_source_removes_file_chunks_summaries_and_graph(served: dict[str,
         upload = client.post("/indexing/run", files=[("files", (name, text))]).json()["result"]
         assert upload["chunks_written"] > 0
     source = str(served["folder"] / "uploads" / "doomed.md")
-    docs = store.filter_documents(filters={"field": "meta.source", "operator": "==", "value": source})
+    stored = store.filter_documents(filters={"field": "meta.source", "operator": "==", "value": source})
+    docs = [d for d in stored if d.meta.get("level", 0) >= 0]  # not the source's manifest record (level -1)
     assert docs and graph.chunk_count() > graph_before
 
     deleted = client.delete("/sources", params={"source": "doomed.md"})

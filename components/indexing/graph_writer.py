@@ -7,6 +7,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from components.indexing.faults import fault_point
 from components.stores.graph_store import ChunkEntities, GraphStore, graph_store_from_init_parameters
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class GraphWriter:
             msg = "GraphWriter expects the list of ChunkEntities that EntityExtractor outputs"
             raise TypeError(msg)
         result = self.graph_store.replace_chunks(entities)
+        fault_point("graph.after_write")
         if result.chunks_deleted:
             logger.info(
                 "Graph: %d document(s) replaced, %d stale chunk(s) removed", len(result.doc_ids), result.chunks_deleted

@@ -8,6 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 
+from components.indexing.faults import fault_point
 from components.indexing.ids import chunk_id
 from components.stores.serialization import store_from_init_parameters
 
@@ -56,13 +57,18 @@ class ReplacingDocumentWriter:
         writer.run(documents=chunks)  # {"documents_written": 42, "documents_deleted": 3}
     """
 
-    def __init__(self, document_store: Any) -> None:
-        """:param document_store: any Haystack document store with ``filter_documents`` and ``delete_documents``."""
+    def __init__(self, document_store: Any, write_batch_size: int = 64) -> None:
+        """:param document_store: any Haystack document store with ``filter_documents`` and ``delete_documents``.
+        :param write_batch_size: documents per ``write_documents`` call (a crash between two calls leaves a
+            partly written source, which the index manifest detects and redoes)."""
         self.document_store = document_store
+        self.write_batch_size = write_batch_size
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the store's own dictionary."""
-        return default_to_dict(self, document_store=self.document_store.to_dict())
+        return default_to_dict(
+            self, document_store=self.document_store.to_dict(), write_batch_size=self.write_batch_size
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReplacingDocumentWriter:
@@ -75,9 +81,16 @@ class ReplacingDocumentWriter:
         doc_ids = sorted({d.meta["doc_id"] for d in documents if d.meta.get("doc_id")})
         new = sources_never_stored(self.document_store, documents, doc_ids)
         before = stored_ids_for(self.document_store, [d for d in doc_ids if d not in new])
-        written = self.document_store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
+        fault_point("writer.before_upsert")
+        written = 0
+        for start in range(0, len(documents), self.write_batch_size):
+            if start:
+                fault_point("writer.mid_upsert")
+            batch = documents[start : start + self.write_batch_size]
+            written += int(self.document_store.write_documents(batch, policy=DuplicatePolicy.OVERWRITE) or 0)
         stale = sorted(before - {d.id for d in documents})
+        fault_point("writer.before_delete")
         if stale:
             self.document_store.delete_documents(stale)
             logger.info("Replaced %d source(s): %d stale node(s) removed", len(doc_ids), len(stale))
-        return {"documents_written": int(written or 0), "documents_deleted": len(stale)}
+        return {"documents_written": written, "documents_deleted": len(stale)}

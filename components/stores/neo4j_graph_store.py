@@ -382,6 +382,11 @@ class Neo4jGraphStore(GraphStoreBase):
             for r in rows
         ]
 
+    def document_chunk_counts(self) -> dict[str, int]:
+        """``{doc_id: chunks}`` of every document in the graph (index reconciliation and ``stats`` read it)."""
+        rows = self._read("MATCH (c:{p}Chunk) RETURN c.doc_id AS doc, count(c) AS n")
+        return {str(r["doc"]): int(r["n"]) for r in rows}
+
     def stats(self) -> dict[str, int]:
         """Counts of entities, chunks, mentions, relations and communities."""
         queries = {

@@ -480,6 +480,10 @@ class SQLiteGraphStore(GraphStoreBase):
             for cid, lvl, size, entities, summary, blob, chunks in rows
         ]
 
+    def document_chunk_counts(self) -> dict[str, int]:
+        """``{doc_id: chunks}`` of every document in the graph (index reconciliation and ``stats`` read it)."""
+        return {str(doc): int(n) for doc, n in self._read("SELECT doc_id, count(*) FROM chunks GROUP BY doc_id")}
+
     def stats(self) -> dict[str, int]:
         """Counts of entities, chunks, mentions, relations and communities."""
         counts = {

@@ -17,14 +17,23 @@ import pipelines.serving  # noqa: F401
 # isort: split
 
 import logging
-import threading
 import time
+from pathlib import Path
 
 from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
 
 from pipelines.indexing_pipeline import index_paths, store_of
-from pipelines.serving import IndexResponse, UploadRejectedError, load_served_pipeline, save_upload, uploads_dir
+from pipelines.limits import Limits
+from pipelines.serving import (
+    IndexResponse,
+    UploadRejectedError,
+    load_served_pipeline,
+    safe_filename,
+    save_upload,
+    uploads_dir,
+)
+from pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
 logger = logging.getLogger(__name__)
 
@@ -40,20 +49,43 @@ class PipelineWrapper(BasePipelineWrapper):
         self.pipeline = load_served_pipeline("indexing")
         self.store = store_of(self.pipeline)
         self.uploads = uploads_dir(self.store)
-        # Indexing is CPU-bound and replaces chunks per source: serialising runs keeps replacements atomic
-        # per file while queries go on in parallel.
-        self._lock = threading.Lock()
+        # Indexing is CPU-bound and replaces chunks per source: a bounded queue admits a few uploads and runs
+        # one at a time (by default), so uploads never take every worker and queries go on in parallel.
+        self.queue = UploadQueue.from_env()
+        splitter = self.pipeline.get_component("splitter")
+        self.chunk_words = int(getattr(splitter, "chunk_words", 180))
+
+    def _check_limits(self, uploads: list[tuple[str | None, bytes]]) -> None:
+        """413 for a request or file over a size limit, before anything is saved or queued."""
+        limits = Limits.from_env()
+        problem = limits.request_problem([len(content) for _, content in uploads])
+        for name, content in uploads:
+            if problem:
+                break
+            problem = limits.content_problem(safe_filename(name), content, self.chunk_words)
+        if problem:
+            raise HTTPException(status_code=413, detail=f"Upload refused: {problem}")
 
     def _index(self, uploads: list[tuple[str | None, bytes]], force: bool) -> IndexResponse:
         start = time.perf_counter()
-        with self._lock:
-            try:
-                paths = [save_upload(self.uploads, name, content) for name, content in uploads]
-            except UploadRejectedError as err:
-                raise HTTPException(status_code=400, detail=str(err)) from err
-            counts = index_paths(self.pipeline, paths, force=force)
-            total = self.store.count_documents()
+        try:
+            self._check_limits(uploads)
+            paths = [save_upload(self.uploads, name, content) for name, content in uploads]
+        except UploadRejectedError as err:
+            raise HTTPException(status_code=400, detail=str(err)) from err
+        try:
+            with self.queue.admit() as ticket:
+                counts = index_paths(self.pipeline, paths, force=force, batch_files=8, check=ticket.check)
+                total = self.store.count_documents()
+        except QueueFullError as err:
+            raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
+        except TimeBudgetError as err:
+            raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         sources = [str(p) for p in paths]
+        if counts["failed"] and len(counts["failed"]) == counts["files"] - counts["skipped"]:
+            # Nothing was indexed: every file yielded no text. A 200 would read as success.
+            reasons = "; ".join(f"{Path(f['source']).name}: {f['reason']}" for f in counts["failed"])
+            raise HTTPException(status_code=422, detail=f"No text could be indexed from the upload ({reasons})")
         return IndexResponse(
             **counts,
             sources=sources,
@@ -70,8 +102,14 @@ class PipelineWrapper(BasePipelineWrapper):
         from pipelines.indexing_pipeline import graph_store_of
         from pipelines.sources import delete_sources
 
-        with self._lock:
-            return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
+        # Through the upload queue: a delete never interleaves with an indexing run (or its reconciliation).
+        try:
+            with self.queue.admit():
+                return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
+        except QueueFullError as err:
+            raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
+        except TimeBudgetError as err:
+            raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
 
     def run_api(self, files: list[UploadFile] | None = None, force: bool = False) -> IndexResponse:
         """Index uploaded files (.md, .txt, .html, .pdf): split by section, embed dense + sparse, write.

@@ -23,7 +23,7 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from pydantic import Field
 
-from pipelines.query_pipeline import run_query
+from pipelines.query_pipeline import NoChannelAnsweredError, run_query
 from pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
 
 logger = logging.getLogger(__name__)
@@ -40,9 +40,12 @@ class PipelineWrapper(BasePipelineWrapper):
     def _retrieve(self, query: str, top_k: int | None = None) -> QueryResponse:
         try:
             result = run_query(self.pipeline, query)
-        except ValueError as err:
-            # run_query rejects empty queries with ValueError: a client error, not a server fault.
+        except (ValueError, TypeError) as err:
+            # run_query rejects empty and non-string queries: a client error, not a server fault.
             raise HTTPException(status_code=400, detail=str(err)) from err
+        except NoChannelAnsweredError as err:
+            # Every channel failed (store locked, missing, unreachable): an error, never "no match".
+            raise HTTPException(status_code=503, detail=str(err)) from err
         return QueryResponse.from_result(result, top_k=top_k)
 
     def run_api(

@@ -1,0 +1,137 @@
+"""A bounded queue for upload (indexing) requests, so that uploads can never take every worker of the server.
+
+At most ``capacity`` uploads are admitted at once (running or waiting); one more is refused at once with
+:class:`QueueFullError` (the REST layer answers 429 with ``Retry-After``). Admitted uploads run
+``concurrency`` at a time; one that waits longer than its time budget gives up with :class:`TimeBudgetError`
+(503 with ``Retry-After``). While running, :meth:`Ticket.check` is called between batches of files and stops
+the work once the request's time budget is spent, so an upload that outlived its client does not index on for
+minutes. Queries do not go through this queue: they keep the server's other workers.
+
+============================  ==================================  =======
+setting                       environment variable                default
+============================  ==================================  =======
+uploads admitted at once      ``ADAPTIVE_UPLOAD_QUEUE``           4
+time budget per upload (s)    ``ADAPTIVE_UPLOAD_TIMEOUT_S``       600
+============================  ==================================  =======
+
+Uploads index one at a time: the crash-safety reconciliation that starts each indexing run reads another
+run's in-flight sources as unfinished, so the served indexer never runs two at once.
+
+Usage::
+
+    queue = UploadQueue.from_env()
+    with queue.admit() as ticket:          # QueueFullError when full
+        index_paths(pipeline, paths, check=ticket.check)   # TimeBudgetError once the budget is spent
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class QueueFullError(RuntimeError):
+    """Too many uploads are admitted already; ``retry_after`` says when to try again (seconds)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TimeBudgetError(RuntimeError):
+    """An upload waited or ran past its time budget; the work stopped between two batches of files."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass
+class Ticket:
+    """One admitted upload: its deadline, and the check to call between batches."""
+
+    deadline: float
+    budget_s: float
+    done_files: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def check(self, batch: list[Any]) -> None:
+        """Raise :class:`TimeBudgetError` when the budget is spent (called before each batch of files)."""
+        if time.monotonic() > self.deadline:
+            msg = (
+                f"The upload's time budget of {self.budget_s:.0f} s ran out after {self.done_files} file(s); "
+                "files already indexed are kept, send the upload again to index the rest "
+                "(raise the budget with $ADAPTIVE_UPLOAD_TIMEOUT_S)"
+            )
+            raise TimeBudgetError(msg, retry_after=30)
+        self.done_files += len(batch)
+
+
+class UploadQueue:
+    """Admission (``capacity``) and concurrency (``concurrency``) bounds for uploads; thread-safe."""
+
+    def __init__(self, capacity: int = 4, concurrency: int = 1, budget_s: float = 600.0) -> None:
+        if capacity < 1 or concurrency < 1 or budget_s <= 0:
+            msg = "capacity and concurrency must be at least 1 and budget_s positive"
+            raise ValueError(msg)
+        self.capacity, self.concurrency, self.budget_s = capacity, concurrency, budget_s
+        self._admitted = threading.BoundedSemaphore(capacity)
+        self._running = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._waiting = 0
+        self._recent_s = 30.0  # last upload's duration, for Retry-After
+
+    @classmethod
+    def from_env(cls) -> UploadQueue:
+        """Bounds from ``$ADAPTIVE_UPLOAD_QUEUE`` and ``$ADAPTIVE_UPLOAD_TIMEOUT_S`` (one upload indexes at a time)."""
+        return cls(
+            capacity=int(os.environ.get("ADAPTIVE_UPLOAD_QUEUE") or 4),
+            concurrency=1,
+            budget_s=float(os.environ.get("ADAPTIVE_UPLOAD_TIMEOUT_S") or 600),
+        )
+
+    def retry_after(self) -> int:
+        """Seconds a refused client should wait: about one upload's duration per upload ahead of it."""
+        with self._lock:
+            ahead = self._waiting + 1
+        return max(1, min(600, round(self._recent_s * ahead / self.concurrency)))
+
+    @contextlib.contextmanager
+    def admit(self) -> Iterator[Ticket]:
+        """Admit one upload and wait for a running slot.
+
+        :raises QueueFullError: when ``capacity`` uploads are admitted already (nothing waits).
+        :raises TimeBudgetError: when no running slot freed up within the budget.
+        """
+        if not self._admitted.acquire(blocking=False):
+            msg = (
+                f"{self.capacity} uploads are already queued or indexing; try again later "
+                "(raise the bound with $ADAPTIVE_UPLOAD_QUEUE)"
+            )
+            raise QueueFullError(msg, retry_after=self.retry_after())
+        start = time.monotonic()
+        ticket = Ticket(deadline=start + self.budget_s, budget_s=self.budget_s)
+        try:
+            with self._lock:
+                self._waiting += 1
+            try:
+                got = self._running.acquire(timeout=self.budget_s)
+            finally:
+                with self._lock:
+                    self._waiting -= 1
+            if not got:
+                msg = f"The upload waited {self.budget_s:.0f} s for the indexer without starting; try again later"
+                raise TimeBudgetError(msg, retry_after=self.retry_after())
+            began = time.monotonic()
+            try:
+                yield ticket
+            finally:
+                self._recent_s = max(1.0, time.monotonic() - began)
+                self._running.release()
+        finally:
+            self._admitted.release()
