@@ -198,7 +198,7 @@ class QualityGate:
         path = self.calibration_file() if self.use_calibration else None
         try:
             stat = path.stat() if path is not None else None
-        except FileNotFoundError:
+        except OSError:  # no file, or a store path that is not a folder (the store itself reports that)
             stat = None
         stamp = (stat.st_mtime, stat.st_size) if stat is not None else None
         if stamp == self._calibration_stamp:
