@@ -32,6 +32,7 @@ import heapq
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -74,6 +75,37 @@ def chunks_with_dense_vectors(search: VectorSearch, ids: list[str]) -> dict[str,
     """``{id: Document}`` for the ids found in the store, with their dense embedding and no sparse vector (no
     graph channel or MMR reads it)."""
     return {d.id: d for d in search.fetch_documents(ids)} if ids else {}
+
+
+def blend_graph_ranking(
+    search: VectorSearch,
+    ranked: list[tuple[str, float]],
+    query_embedding: list[float] | None,
+    similarity_weight: float,
+    top_k: int,
+    annotate: Callable[[str, float], dict[str, Any]],
+) -> list[Document]:
+    """A graph channel's final list: its graph-ranked chunk ids fetched from the store (with embeddings), the graph
+    score scaled to [0, 1] by the best and blended with the query–chunk cosine by ``similarity_weight``, the meta
+    ``annotate(chunk_id, graph_score)`` adds, best ``top_k`` first. Chunks gone from the store are left out."""
+    if not ranked:
+        return []
+    stored = chunks_with_dense_vectors(search, [c for c, _ in ranked])
+    best = ranked[0][1]
+    q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
+    scored: list[tuple[float, Document]] = []
+    for chunk_id, graph_score in ranked:
+        doc = stored.get(chunk_id)
+        if doc is None:  # in the graph but no longer in the document store
+            continue
+        score = graph_score / best
+        if similarity_weight > 0 and q is not None and doc.embedding is not None:
+            similarity = float(np.dot(q, np.asarray(doc.embedding, dtype=np.float32)))
+            score = (1 - similarity_weight) * score + similarity_weight * similarity
+        meta = {**doc.meta, **annotate(chunk_id, graph_score)}
+        scored.append((score, replace(doc, score=score, meta=meta)))
+    scored.sort(key=lambda x: (-x[0], x[1].id))
+    return [d for _, d in scored[:top_k]]
 
 
 @component
@@ -275,22 +307,17 @@ class GraphLocalRetriever:
         ranked, why = self.search(query, query_embedding, top_k, nearest)
         if not ranked:
             return []
-        stored = chunks_with_dense_vectors(self._search, [c for c, _ in ranked])
-        best = ranked[0][1]
-        scored: list[tuple[float, Document]] = []
-        q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-        for chunk_id, graph_score in ranked:
-            doc = stored.get(chunk_id)
-            if doc is None:  # in the graph but no longer in the document store
-                continue
-            score = graph_score / best
-            if self.similarity_weight > 0 and q is not None and doc.embedding is not None:
-                similarity = float(np.dot(q, np.asarray(doc.embedding, dtype=np.float32)))
-                score = (1 - self.similarity_weight) * score + self.similarity_weight * similarity
-            meta = {**doc.meta, "graph_entities": why.get(chunk_id, []), "graph_score": round(graph_score, 4)}
-            scored.append((score, replace(doc, score=score, meta=meta)))
-        scored.sort(key=lambda x: (-x[0], x[1].id))
-        return [d for _, d in scored[:top_k]]
+        return blend_graph_ranking(
+            self._search,
+            ranked,
+            query_embedding,
+            self.similarity_weight,
+            top_k,
+            lambda chunk_id, graph_score: {
+                "graph_entities": why.get(chunk_id, []),
+                "graph_score": round(graph_score, 4),
+            },
+        )
 
     @component.output_types(documents=list[Document] | None)
     def run(

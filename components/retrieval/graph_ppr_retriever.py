@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ from scipy import sparse
 
 from components.retrieval.channel import channel_enabled, search_or_none
 from components.retrieval.entity_linking import link_exact, link_partial
-from components.retrieval.graph_local_retriever import chunks_with_dense_vectors, query_entity_candidates
+from components.retrieval.graph_local_retriever import blend_graph_ranking, query_entity_candidates
 from components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
 from components.stores.serialization import store_from_init_parameters
 from components.stores.vector_search import vector_search
@@ -305,22 +305,14 @@ class GraphPPRRetriever:
         )
         if not ranked:
             return []
-        stored = chunks_with_dense_vectors(self._search, [c for c, _ in ranked])
-        best = ranked[0][1]
-        q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-        scored: list[tuple[float, Document]] = []
-        for chunk_id, mass in ranked:
-            doc = stored.get(chunk_id)
-            if doc is None:  # in the graph but no longer in the document store
-                continue
-            score = mass / best
-            if self.similarity_weight > 0 and q is not None and doc.embedding is not None:
-                similarity = float(np.dot(q, np.asarray(doc.embedding, dtype=np.float32)))
-                score = (1 - self.similarity_weight) * score + self.similarity_weight * similarity
-            meta = {**doc.meta, "graph_ppr": round(mass, 6)}
-            scored.append((score, replace(doc, score=score, meta=meta)))
-        scored.sort(key=lambda x: (-x[0], x[1].id))
-        return [d for _, d in scored[:top_k]]
+        return blend_graph_ranking(
+            self._search,
+            ranked,
+            query_embedding,
+            self.similarity_weight,
+            top_k,
+            lambda _chunk_id, mass: {"graph_ppr": round(mass, 6)},
+        )
 
     @component.output_types(documents=list[Document] | None)
     def run(
