@@ -21,10 +21,31 @@ import re
 from collections.abc import Iterable
 
 from components.indexing.entity_extractor import normalise_key, stopwords
-from components.retrieval.graph_local_retriever import query_entity_candidates
 from components.stores.graph_store import GraphStore, idf
 
 _NAME_WORD = re.compile(r"\b[A-Z0-9][\w'’.\-]*")
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9&.]{1,9}\b")
+
+
+def query_entity_candidates(query: str, max_ngram: int = 8) -> dict[str, tuple[int, int]]:
+    """Normalised n-grams of ``query`` (and their singular variants) with their word span ``(start, end)``.
+
+    Unigrams that are stop words are skipped unless the query writes them as an acronym ("US").
+    """
+    words = normalise_key(query).split()
+    acronyms = {normalise_key(a) for a in _ACRONYM.findall(query)}
+    stop = stopwords()
+    out: dict[str, tuple[int, int]] = {}
+    for n in range(1, max_ngram + 1):
+        for start in range(len(words) - n + 1):
+            gram = words[start : start + n]
+            if all(w in stop for w in gram) and not (n == 1 and gram[0] in acronyms):
+                continue
+            if n == 1 and len(gram[0]) < 2:
+                continue
+            for key in (" ".join(gram), normalise_key(" ".join(gram), phrase=True)):
+                out.setdefault(key, (start, start + n))
+    return out
 
 
 def link_exact(

@@ -31,7 +31,6 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -39,36 +38,13 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.indexing.entity_extractor import normalise_key, stopwords
 from components.retrieval.channel import channel_enabled, search_or_none
+from components.retrieval.entity_linking import link_exact
 from components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
 from components.stores.serialization import store_from_init_parameters
 from components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
-
-_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9&.]{1,9}\b")
-
-
-def query_entity_candidates(query: str, max_ngram: int = 8) -> dict[str, tuple[int, int]]:
-    """Normalised n-grams of ``query`` (and their singular variants) with their word span ``(start, end)``.
-
-    Unigrams that are stop words are skipped unless the query writes them as an acronym ("US").
-    """
-    words = normalise_key(query).split()
-    acronyms = {normalise_key(a) for a in _ACRONYM.findall(query)}
-    stop = stopwords()
-    out: dict[str, tuple[int, int]] = {}
-    for n in range(1, max_ngram + 1):
-        for start in range(len(words) - n + 1):
-            gram = words[start : start + n]
-            if all(w in stop for w in gram) and not (n == 1 and gram[0] in acronyms):
-                continue
-            if n == 1 and len(gram[0]) < 2:
-                continue
-            for key in (" ".join(gram), normalise_key(" ".join(gram), phrase=True)):
-                out.setdefault(key, (start, start + n))
-    return out
 
 
 def chunks_with_dense_vectors(search: VectorSearch, ids: list[str]) -> dict[str, Document]:
@@ -206,14 +182,7 @@ class GraphLocalRetriever:
 
     def query_seeds(self, query: str, total: int) -> dict[str, float]:
         """Entities named in the query, with strength ``idf`` (half for a match inside a longer match)."""
-        candidates = query_entity_candidates(query, self.max_ngram)
-        found = self.graph_store.find_entities(candidates)
-        spans = {key: candidates[key] for key in found}
-        seeds: dict[str, float] = {}
-        for key, (start, end) in spans.items():
-            inside = any(s <= start and end <= e and (s, e) != (start, end) for s, e in spans.values())
-            seeds[key] = max(seeds.get(key, 0.0), idf(found[key].df, total) * (0.5 if inside else 1.0))
-        return seeds
+        return link_exact(self.graph_store, query, total, self.max_ngram)
 
     def hit_seeds(
         self, query_embedding: list[float], total: int, nearest: list[Document] | None = None

@@ -46,8 +46,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from scipy import sparse
 
 from components.retrieval.channel import channel_enabled, search_or_none
-from components.retrieval.entity_linking import link_exact, link_partial
-from components.retrieval.graph_local_retriever import blend_graph_ranking, query_entity_candidates
+from components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
+from components.retrieval.graph_local_retriever import blend_graph_ranking
 from components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
 from components.stores.serialization import store_from_init_parameters
 from components.stores.vector_search import vector_search
