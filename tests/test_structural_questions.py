@@ -116,6 +116,15 @@ def test_structural_first_leads_and_keeps_the_length() -> None:
         StructuralFirst(max_first=0)
 
 
+def test_structural_first_leads_with_a_paragraph_once() -> None:
+    """The same paragraph indexed from two files leads once, and its twin leaves the rest of the list too."""
+    mark = {"section_tree": {"via": "structural"}}
+    ranked = [Document(id="a", content="same text"), Document(id="b", content="other")]
+    matched = [Document(id="a", content="same text", meta=mark), Document(id="twin", content="same text", meta=mark)]
+    out = StructuralFirst(max_first=3).run(documents=ranked, structural=matched)["documents"]
+    assert [d.id for d in out] == ["a", "b"]
+
+
 GUIDE_MD = """# Operations guide
 
 ## 1 Installation

@@ -57,9 +57,17 @@ class StructuralFirst:
         # The channel's order: its structural hits are ranked for the reference (a table's caption chunk first,
         # then by similarity); the final list's copy of a document is kept, with its fusion provenance.
         final = {d.id: d for d in documents}
-        lead = [final.get(d.id, d) for d in matched[: self.max_first]]
+        lead: list[Document] = []
+        texts: set[str] = set()
+        for d in matched:
+            # The same paragraph indexed from two files is one piece of evidence: lead with it once (MMR drops
+            # such twins from the fused list for the same reason).
+            if len(lead) == self.max_first or (d.content or "") in texts:
+                continue
+            lead.append(final.get(d.id, d))
+            texts.add(d.content or "")
         lead_ids = {d.id for d in lead}
         # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.
         lead = [d if is_structural(d) else replace(d, meta={**d.meta, "section_tree": _MARK}) for d in lead]
-        rest = [d for d in documents if d.id not in lead_ids]
+        rest = [d for d in documents if d.id not in lead_ids and (d.content or "") not in texts]
         return {"documents": (lead + rest)[: max(len(documents), len(lead))]}
