@@ -105,9 +105,11 @@ def add_filler(store: Any, total: int, seed: int = 2) -> int:
     noise (renormalised) and the same sparse vectors; the graph is left as it is. Returns the points added."""
     from haystack import Document
 
-    chunks = [d for d in store.filter_documents({"field": "meta.level", "operator": "==", "value": 0}) if d.embedding]
     missing = total - store.count_documents()
-    if missing <= 0 or not chunks:
+    if missing <= 0:
+        return 0
+    chunks = [d for d in store.filter_documents({"field": "meta.level", "operator": "==", "value": 0}) if d.embedding]
+    if not chunks:
         return 0
     rng = np.random.default_rng(seed)
     for start in range(0, missing, 5000):
