@@ -4,7 +4,7 @@ documents that are cheap to pass down the pipeline."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from haystack import Document
@@ -65,20 +65,5 @@ def search_or_none(channel: str, search: Callable[[], list[Document]]) -> list[D
     except (ValueError, TypeError):
         raise
     except Exception as err:
-        _log_failure(channel, err)
+        logger.warning("Channel '%s' failed and is skipped for this query: %s: %s", channel, type(err).__name__, err)
         return None
-
-
-async def asearch_or_none(channel: str, search: Callable[[], Awaitable[list[Document]]]) -> list[Document] | None:
-    """Async variant of :func:`search_or_none`."""
-    try:
-        return channel_documents(await search())
-    except (ValueError, TypeError):
-        raise
-    except Exception as err:
-        _log_failure(channel, err)
-        return None
-
-
-def _log_failure(channel: str, err: Exception) -> None:
-    logger.warning("Channel '%s' failed and is skipped for this query: %s: %s", channel, type(err).__name__, err)
