@@ -32,15 +32,20 @@ class PipelineLoadError(ValueError):
 
 
 def _override_stores(node: Any, overrides: dict[str, Any]) -> None:
-    """Replace every document store in the YAML tree by the one ``overrides`` name (``url``: a Qdrant server;
-    ``path``: an embedded Edge folder), keeping its collection name and dimension."""
+    """Point every document store in the YAML tree where ``overrides`` say (``url``: a Qdrant server; ``path``: an
+    embedded Edge folder). A store of the same kind keeps its other YAML settings; a store of the other kind is
+    replaced, keeping its collection name and dimension."""
     if isinstance(node, dict):
         store = node.get("document_store")
         if isinstance(store, dict) and "init_parameters" in store:
             params = store["init_parameters"]
             kept = {k: params[k] for k in ("index", "embedding_dim") if params.get(k) is not None}
             kept.update({k: v for k, v in overrides.items() if v is not None})
-            node["document_store"] = make_store(**kept).to_dict()
+            target = make_store(**kept).to_dict()
+            if target["type"] == store.get("type"):
+                params.update({k: v for k, v in overrides.items() if v is not None})
+            else:
+                node["document_store"] = target
         for value in node.values():
             _override_stores(value, overrides)
     elif isinstance(node, list):

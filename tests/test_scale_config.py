@@ -49,3 +49,16 @@ def test_checked_in_yaml_holds_no_secret_values() -> None:
         text = (YAML_DIR / f"{name}.yaml").read_text(encoding="utf-8")
         loads_pipeline(text)
         assert "password:" not in text.replace("password: null", "") or "env_var" in text
+
+
+def test_a_folder_override_keeps_the_stores_other_yaml_settings(tmp_path: Path) -> None:
+    text = (
+        (YAML_DIR / "query.yaml")
+        .read_text(encoding="utf-8")
+        .replace("optimize_threshold: 5000", "optimize_threshold: 123")
+    )
+    pipeline = loads_pipeline(text, path=str(tmp_path / "q"))
+    store = pipeline.get_component("dense").document_store
+    assert (store.path, store.optimize_threshold) == (str(tmp_path / "q"), 123)
+    server = loads_pipeline(text, url="http://127.0.0.1:9").get_component("dense").document_store
+    assert type(server).__name__ == "QdrantDocumentStore"  # another kind of store: replaced
