@@ -38,6 +38,7 @@ from haystack.dataclasses import SparseEmbedding  # noqa: E402
 
 from components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
 from components.stores.vector_search import QdrantServerSearch  # noqa: E402
+from pipelines.eval_metrics import percentiles  # noqa: E402
 
 log = logging.getLogger("bench_store")
 DIM, VOCAB, TOP = 384, 30000, 60
@@ -97,8 +98,9 @@ def same_top10(ours: list[Document], stock: list[Document]) -> bool:
     return len(ours) >= 10 and all(d.id in eligible for d in ours[:10])
 
 
-def p(values: list[float], q: float) -> float:
-    return round(float(np.percentile(values, q)), 2)
+def timing(prefix: str, latencies_ms: list[float]) -> dict[str, float]:
+    """``{prefix}_p50_ms`` and ``{prefix}_p95_ms``, rounded (the percentiles of pipelines.eval_metrics)."""
+    return {f"{prefix}_{k}": round(v, 2) for k, v in percentiles(latencies_ms).items()}
 
 
 def compare(ours: Any, stock: Any, qs: list[Any]) -> dict[str, Any]:
@@ -107,10 +109,8 @@ def compare(ours: Any, stock: Any, qs: list[Any]) -> dict[str, Any]:
     stock_t, stock_hits = timed(stock, qs)
     same = sum(same_top10(a, b) for a, b in zip(ours_hits, stock_hits, strict=True)) / len(qs)
     return {
-        "ours_p50_ms": p(ours_t, 50),
-        "ours_p95_ms": p(ours_t, 95),
-        "stock_p50_ms": p(stock_t, 50),
-        "stock_p95_ms": p(stock_t, 95),
+        **timing("ours", ours_t),
+        **timing("stock", stock_t),
         "speedup_p50": round(statistics.median(stock_t) / statistics.median(ours_t), 1),
         "same_top10": round(same, 3),
     }
@@ -158,8 +158,8 @@ def bench(size: int, count: int, folder: Path, with_stock: bool = True) -> dict[
         for name, filters in (("", None), ("_filtered", CHUNKS)):
             dense_t, _ = timed(lambda q, f=filters: edge.search_dense(q[0], top_k=TOP, filters=f), qs)
             sparse_t, _ = timed(lambda q, f=filters: edge.search_sparse(q[1], top_k=TOP, filters=f), qs)
-            result["dense" + name] = {"ours_p50_ms": p(dense_t, 50), "ours_p95_ms": p(dense_t, 95)}
-            result["sparse" + name] = {"ours_p50_ms": p(sparse_t, 50), "ours_p95_ms": p(sparse_t, 95)}
+            result["dense" + name] = timing("ours", dense_t)
+            result["sparse" + name] = timing("ours", sparse_t)
             log.info(
                 "%d points%s (Edge only): dense %s sparse %s",
                 size,
