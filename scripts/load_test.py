@@ -60,6 +60,7 @@ class Phase:
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    server_cpu_s: float | None = None  # CPU seconds the server process spent in the phase (Linux /proc)
 
     def report(self, clients: int) -> str:
         done = len(self.latencies)
@@ -69,11 +70,22 @@ class Phase:
         p50 = statistics.median(ms)
         p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
         p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
-        return (
+        line = (
             f"{self.name}: clients={clients} seconds={self.seconds:.1f} requests={done} "
             f"throughput={done / self.seconds:.1f} req/s p50={p50:.0f} ms p95={p95:.0f} ms p99={p99:.0f} ms "
             f"max={ms[-1]:.0f} ms errors={len(self.errors)}"
         )
+        if self.server_cpu_s is not None:
+            cpu_ms = 1000 * self.server_cpu_s / done
+            cores = os.cpu_count() or 1
+            # Little's law: with `clients` requests always in flight on a CPU-bound server, the mean latency
+            # cannot fall below clients x CPU per request / cores, however the server schedules them.
+            line += (
+                f"\n  server CPU: {cpu_ms:.0f} ms per request, {self.server_cpu_s / self.seconds:.2f} of {cores} "
+                f"cores busy; mean latency floor for {clients} clients on {cores} cores = "
+                f"{clients * cpu_ms / cores:.0f} ms (mean here {statistics.fmean(ms):.0f} ms)"
+            )
+        return line
 
 
 def run_clients(url: str, clients: int, seconds: float, max_requests: int, phase: Phase) -> None:
@@ -113,6 +125,24 @@ def run_clients(url: str, clients: int, seconds: float, max_requests: int, phase
     for thread in threads:
         thread.join()
     phase.seconds = time.monotonic() - start
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(server: subprocess.Popen, phase: Phase, work) -> None:
+    """Run ``work()`` and record the server's CPU seconds during it in ``phase``."""
+    before = process_cpu_seconds(server.pid)
+    work()
+    after = process_cpu_seconds(server.pid)
+    if before is not None and after is not None:
+        phase.server_cpu_s = after - before
 
 
 def snapshot(store_path: Path) -> set[str]:
@@ -197,7 +227,7 @@ def main() -> int:
                 http.post("/query/run", json={"query": query}).raise_for_status()
 
             phase1 = Phase("queries only")
-            run_clients(url, args.clients, args.seconds, args.max_requests, phase1)
+            measured(server, phase1, lambda: run_clients(url, args.clients, args.seconds, args.max_requests, phase1))
             print(phase1.report(args.clients), flush=True)
 
             what = f"1 upload of {args.big_upload_chars} chars" if args.big_upload_chars else f"{args.uploads} uploads"
