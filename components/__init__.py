@@ -5,9 +5,9 @@ graph stores, the search interface the channels use), ``indexing`` (section-awar
 ``routing`` (IntentRouter), ``retrieval`` (channel retrievers), ``fusion`` (WeightedRRFJoiner), ``selection``
 (MMRSelector), ``gating`` (QualityGate).
 
-Import a component from its module, e.g. ``from components.routing.intent_router import IntentRouter``;
-importing this top-level module never pulls in torch; its one side effect turns Haystack's telemetry off unless
-the user set ``HAYSTACK_TELEMETRY_ENABLED``.
+Import a component from its module, e.g. ``from adaptive_retrieval.components.routing.intent_router import
+IntentRouter``; importing this top-level module never pulls in torch; its one side effect turns Haystack's telemetry off
+unless the user set ``HAYSTACK_TELEMETRY_ENABLED``.
 """
 
 import logging

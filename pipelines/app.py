@@ -3,14 +3,14 @@
 ``create_app`` builds Hayhooks' app with the pipeline set fixed at start-up (no ``/deploy_files``,
 ``/deploy-yaml``, ``/undeploy``), and wraps it with: MCP at ``/mcp`` (the ``query`` tool only, on the same
 pipelines and store), ``DELETE /sources``, Swagger UI at ``/docs`` served from a package (offline), and
-:class:`~pipelines.security.GuardMiddleware` (optional bearer token, Host check, CORS allow-list, no server paths
-in 5xx bodies). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the local
-``node_modules``; ``GET /diagrams/{name}.mmd`` is the mermaid text and ``GET /diagrams/{name}.svg`` an SVG
+:class:`~adaptive_retrieval.pipelines.security.GuardMiddleware` (optional bearer token, Host check, CORS allow-list, no
+server paths in 5xx bodies). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the
+local ``node_modules``; ``GET /diagrams/{name}.mmd`` is the mermaid text and ``GET /diagrams/{name}.svg`` an SVG
 rendered on the server by mermaid-cli. ``adaptive-retrieval serve`` runs this app.
 
 Usage::
 
-    from pipelines.app import create_app
+    from adaptive_retrieval.pipelines.app import create_app
     import uvicorn
 
     uvicorn.run(create_app(host="127.0.0.1", port=1416), host="127.0.0.1", port=1416)
@@ -41,7 +41,14 @@ from fastapi.responses import (
     Response,
 )
 
-from pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_js, mermaid_texts, render
+from adaptive_retrieval.pipelines.drawing import (
+    PIPELINE_NAMES,
+    RendererNotInstalledError,
+    html_page,
+    mermaid_js,
+    mermaid_texts,
+    render,
+)
 
 logger = logging.getLogger(__name__)
 PIPELINES_DIR = Path(__file__).resolve().parent
@@ -142,7 +149,7 @@ def docs_router(openapi_url: str = "/openapi.json", title: str = "Adaptive retri
 
 def sources_router() -> APIRouter:
     """``DELETE /sources?source=NAME`` (repeatable): delete indexed sources with the indexing wrapper."""
-    from pipelines.sources import SourceNotFoundError
+    from adaptive_retrieval.pipelines.sources import SourceNotFoundError
 
     router = APIRouter(tags=["sources"])
 
@@ -181,7 +188,8 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     """The served app: Hayhooks' app for the wrappers under ``pipelines_dir`` (default: this package's folder)
     with the pipeline set fixed at start-up (no deploy/undeploy routes), plus ``/diagrams``, ``DELETE /sources``,
     MCP at ``/mcp`` (same process, same pipelines and store) and offline ``/docs``, behind
-    :class:`~pipelines.security.GuardMiddleware` (token, Host check, CORS allow-list, no paths in 5xx bodies).
+    :class:`~adaptive_retrieval.pipelines.security.GuardMiddleware` (token, Host check, CORS allow-list, no paths in 5xx
+    bodies).
 
     ``host`` and ``port`` are where it will be served: the Host check follows ``host`` and the store's owner
     file records the URL. The policy comes from the environment (:meth:`ServingPolicy.from_env`).
@@ -191,9 +199,9 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     from hayhooks.settings import settings
     from pydantic import SecretStr
 
-    from pipelines.mcp_app import McpEndpoint
-    from pipelines.ownership import local_store_path, release_store
-    from pipelines.security import GuardMiddleware, ServingPolicy, is_loopback, mark_guarded
+    from adaptive_retrieval.pipelines.mcp_app import McpEndpoint
+    from adaptive_retrieval.pipelines.ownership import local_store_path, release_store
+    from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy, is_loopback, mark_guarded
 
     policy = ServingPolicy.from_env(host)
     settings.pipelines_dir = str(Path(pipelines_dir or PIPELINES_DIR).resolve())

@@ -7,7 +7,7 @@ at the repository root pins ``@mermaid-js/mermaid-cli`` and ``mermaid``).
 
 Usage::
 
-    from pipelines.drawing import draw_pipelines, mermaid_texts
+    from adaptive_retrieval.pipelines.drawing import draw_pipelines, mermaid_texts
 
     texts = mermaid_texts()                                  # {"indexing": "flowchart TD ...", "query": ...}
     paths = draw_pipelines("build/diagrams", formats=("mmd", "svg", "png"))
@@ -53,14 +53,14 @@ def node_modules() -> Path:
 def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:
     """Build ``yaml/<name>.yaml`` (or a YAML path) without connecting to its store: only the graph is needed."""
     # Imported here: the CLI reads this module's constants for --help, which must not wait for Haystack.
-    from pipelines.yaml_io import loads_pipeline, resolve_yaml
+    from adaptive_retrieval.pipelines.yaml_io import loads_pipeline, resolve_yaml
 
     return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"))
 
 
 def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, style: Style = "compact") -> dict[str, str]:
     """``{name: mermaid text}`` for the packaged pipelines (or YAML paths)."""
-    from pipelines.mermaid import pipeline_to_mermaid
+    from adaptive_retrieval.pipelines.mermaid import pipeline_to_mermaid
 
     return {Path(str(n)).stem: pipeline_to_mermaid(pipeline_for_drawing(n), style=style) for n in names}
 

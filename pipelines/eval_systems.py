@@ -1,7 +1,7 @@
 """The retrieval systems ``scripts/evaluate.py`` compares: stock Haystack baselines and the adaptive pipelines.
 
-Every system indexes the passages of an :class:`~pipelines.eval_data.EvalSet` and answers a question with a
-ranked list of passage ids (chunks mapped back through ``meta["passage_id"]``) and its wall time.
+Every system indexes the passages of an :class:`~adaptive_retrieval.pipelines.eval_data.EvalSet` and answers a question
+with a ranked list of passage ids (chunks mapped back through ``meta["passage_id"]``) and its wall time.
 
 - Stock systems (``stock_bm25``, ``stock_dense``, ``stock_hybrid_rrf``, ``stock_hybrid_mmr``) use Haystack's
   own components: ``InMemoryDocumentStore``, ``DocumentSplitter``, the sentence-transformers embedders on the
@@ -40,8 +40,8 @@ from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMe
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
-from pipelines.eval_data import EvalSet, Passage
-from pipelines.eval_metrics import passage_ranking
+from adaptive_retrieval.pipelines.eval_data import EvalSet, Passage
+from adaptive_retrieval.pipelines.eval_metrics import passage_ranking
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def eval_folder(root: Path, name: str) -> Path:
 
 def minilm_dir() -> str:
     """The packaged all-MiniLM-L6-v2 folder (sentence-transformers layout) the stock systems load."""
-    from components.models.export import packaged_minilm_dir
+    from adaptive_retrieval.components.models.export import packaged_minilm_dir
 
     return str(packaged_minilm_dir())
 
@@ -271,7 +271,7 @@ class AdaptiveSystem:
     """
 
     def __init__(self, root: Path, query_yaml: str = "query", indexing_yaml: str = "indexing") -> None:
-        from pipelines.yaml_io import resolve_yaml
+        from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
 
         self.root = Path(root)
         self.query_yaml = resolve_yaml(query_yaml)
@@ -287,8 +287,8 @@ class AdaptiveSystem:
 
     def index(self, evalset: EvalSet, batch: int = 256, force: bool = False) -> dict[str, Any]:
         """Index the passages through the indexing YAML (skipped when this corpus is already indexed)."""
-        from pipelines.indexing_pipeline import optimize_store, store_of
-        from pipelines.yaml_io import load_pipeline
+        from adaptive_retrieval.pipelines.indexing_pipeline import optimize_store, store_of
+        from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
         folder = self.root / self.key(evalset)
         marker = folder / "index.json"
@@ -350,7 +350,7 @@ class AdaptiveSystem:
     def load_query(self, drop_channels: tuple[str, ...] = (), **overrides: Any) -> Pipeline:
         """A fresh query pipeline over this index (``overrides``: extra store parameters; ``drop_channels``:
         retrieval channels removed, for an ablation in the same run)."""
-        from pipelines.yaml_io import loads_pipeline
+        from adaptive_retrieval.pipelines.yaml_io import loads_pipeline
 
         if self.store_path is None:
             msg = "Call index() first"
@@ -364,7 +364,7 @@ class AdaptiveSystem:
 
     def search(self, question: str, pipeline: Pipeline | None = None) -> tuple[list[str], float, dict[str, Any]]:
         """Ranked passage ids, wall milliseconds and the full :func:`run_query` result."""
-        from pipelines.query_pipeline import run_query
+        from adaptive_retrieval.pipelines.query_pipeline import run_query
 
         pipeline = pipeline or self.pipeline
         if pipeline is None:

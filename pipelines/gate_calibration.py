@@ -18,8 +18,8 @@ the index itself can answer it for questions whose answer we know the location o
    perfectly, so a threshold tuned on them, Youden's J, reported, lands anywhere in the gap between the
    classes), lowered where needed so that 90 % of the pseudo-queries with their source present pass.
    The model, its in-sample and cross-validated AUROC and pass rates, and what was sampled are written to
-   ``gate_calibration.json`` in the store folder, which :class:`~components.gating.quality_gate.QualityGate`
-   reads.
+   ``gate_calibration.json`` in the store folder, which
+   :class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate` reads.
 
 Usage::
 
@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 from haystack import Document, Pipeline
 
-from components.gating.calibration import auroc, fit_logistic, predict, youden_threshold
-from components.gating.signals import SIGNALS
-from components.indexing.entity_extractor import stopwords
-from pipelines.query_pipeline import query_inputs
+from adaptive_retrieval.components.gating.calibration import auroc, fit_logistic, predict, youden_threshold
+from adaptive_retrieval.components.gating.signals import SIGNALS
+from adaptive_retrieval.components.indexing.entity_extractor import stopwords
+from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
 logger = logging.getLogger(__name__)
 

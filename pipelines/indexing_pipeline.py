@@ -16,11 +16,11 @@ from haystack.components.joiners import DocumentJoiner
 from haystack.components.preprocessors import DocumentCleaner
 from haystack.components.routers import FileTypeRouter
 
-from components.indexing.community_detector import CommunityDetector
-from components.indexing.entity_extractor import EntityExtractor
-from components.indexing.faults import fault_point
-from components.indexing.graph_writer import GraphWriter
-from components.indexing.manifest import (
+from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
+from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing.faults import fault_point
+from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
+from adaptive_retrieval.components.indexing.manifest import (
     STATE_COMPLETE,
     STATE_FAILED,
     STATE_INDEXING,
@@ -34,16 +34,16 @@ from components.indexing.manifest import (
     remove_sources,
     write_manifests,
 )
-from components.indexing.replacing_writer import ReplacingDocumentWriter
-from components.indexing.section_splitter import SectionSplitter
-from components.indexing.section_tree_builder import SectionTreeBuilder
-from components.indexing.structured_converter import StructuredConverter
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.paths import DEFAULT_MODEL
-from components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from components.stores.graph_store import GraphStore
-from pipelines.limits import Limits
-from pipelines.store_config import make_graph_store, make_store
+from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
+from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.pipelines.limits import Limits
+from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
 logger = logging.getLogger(__name__)
 
@@ -216,8 +216,8 @@ def index_paths(
 ) -> dict[str, Any]:
     """Index the supported files under ``paths`` with an indexing pipeline (built or loaded from YAML).
 
-    Crash-safe per source: each source's manifest record (see :mod:`components.indexing.manifest`) is written
-    ``indexing`` before its first node and ``complete`` only after every chunk, summary and graph record was
+    Crash-safe per source: each source's manifest record (see :mod:`adaptive_retrieval.components.indexing.manifest`) is
+    written ``indexing`` before its first node and ``complete`` only after every chunk, summary and graph record was
     verified in both stores. Before indexing, the stores are reconciled and sources a crash left unfinished are
     redone (also when not among ``paths``). Sources whose record is ``complete`` with the same SHA-256 are
     skipped unless ``force``; changed files replace their chunks. A file that yields no text is reported in

@@ -17,7 +17,7 @@ PDF pages per file        ``ADAPTIVE_MAX_PDF_PAGES``       300
 
 Usage::
 
-    from pipelines.limits import Limits
+    from adaptive_retrieval.pipelines.limits import Limits
 
     Limits.from_env().file_problem(Path("huge.md"), chunk_words=180)   # None, or why the file is refused
 """

@@ -11,24 +11,24 @@ from typing import Any
 
 from haystack import Document, Pipeline
 
-from components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
-from components.gating.quality_gate import QualityGate
-from components.gating.retry_loop import RetryLoop
-from components.models.paths import DEFAULT_MODEL
-from components.models.sparse_text_embedder import Bm25TextEmbedder
-from components.models.text_embedder import OnnxTextEmbedder
-from components.ranking.late_interaction_ranker import LateInteractionRanker
-from components.retrieval.graph_global_retriever import GraphGlobalRetriever
-from components.retrieval.graph_local_retriever import GraphLocalRetriever
-from components.retrieval.graph_ppr_retriever import GraphPPRRetriever
-from components.retrieval.section_tree_retriever import SectionTreeRetriever
-from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
-from components.routing.intent_router import IntentRouter
-from components.selection.mmr_selector import MMRSelector
-from components.selection.structural_first import StructuralFirst
-from components.stores.graph_store import GraphStore
-from pipelines.store_config import make_graph_store, make_store
-from pipelines.timing import stage_timings
+from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from adaptive_retrieval.components.gating.quality_gate import QualityGate
+from adaptive_retrieval.components.gating.retry_loop import RetryLoop
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
+from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.ranking.late_interaction_ranker import LateInteractionRanker
+from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
+from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
+from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
+from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
+from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
+from adaptive_retrieval.components.selection.structural_first import StructuralFirst
+from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
+from adaptive_retrieval.pipelines.timing import stage_timings
 
 CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global", "graph_ppr"]
 #: RRF constant of the query pipeline's joiner. Chosen on hotpotqa100's training split (evaluate.py --split train,
@@ -185,7 +185,7 @@ class _ChannelFailures(logging.Handler):
 @contextlib.contextmanager
 def _collect_channel_failures(channels: list[str]) -> Iterator[_ChannelFailures]:
     handler = _ChannelFailures(channels)
-    log = logging.getLogger("components.retrieval")
+    log = logging.getLogger("adaptive_retrieval.components.retrieval")
     log.addHandler(handler)
     try:
         yield handler

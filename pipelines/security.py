@@ -60,7 +60,7 @@ _GUARDED = False
 
 
 def mark_guarded() -> None:
-    """Record that this process serves through :class:`GuardMiddleware` (``pipelines.app.create_app``)."""
+    """Record that this process serves through :class:`GuardMiddleware` (``create_app`` in the app module)."""
     global _GUARDED  # one process-wide fact, set by the app factory
     _GUARDED = True
 

@@ -5,8 +5,8 @@ REST app, the CLI and the tests use one implementation.
 
 Usage::
 
-    from pipelines.query_pipeline import run_query
-    from pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines.serving import QueryResponse
 
     response = QueryResponse.from_result(run_query(pipeline, "What does Section 3.2 say?"))
     response.intent, response.weights, response.documents[0].provenance
@@ -29,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field
 # Hayhooks imports the wrapper modules in parallel threads, and two threads importing qdrant_client's circular
 # modules at once fail ("partially initialized module"). Every wrapper imports this module first and alone, so
 # the whole stack loads once, under this module's import lock, while the other threads wait for it.
-import pipelines.drawing
-import pipelines.query_pipeline  # noqa: F401
-from pipelines.indexing_pipeline import SUPPORTED_SUFFIXES
+import adaptive_retrieval.pipelines.drawing
+import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
+from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +44,9 @@ _SETUP_LOCK = threading.Lock()
 def load_served_pipeline(name: str) -> Pipeline:
     """``yaml/<name>.yaml`` loaded (store from ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH``) and warmed up, one
     wrapper at a time."""
-    from pipelines.ownership import claim_served_store
-    from pipelines.security import require_safe_hayhooks
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.ownership import claim_served_store
+    from adaptive_retrieval.pipelines.security import require_safe_hayhooks
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     require_safe_hayhooks()
     with _SETUP_LOCK:
@@ -140,7 +140,8 @@ class QueryResponse(BaseModel):
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any], top_k: int | None = None) -> QueryResponse:
-        """From the dict :func:`pipelines.query_pipeline.run_query` returns; ``top_k`` trims the documents."""
+        """From the dict :func:`~adaptive_retrieval.pipelines.query_pipeline.run_query` returns; ``top_k`` trims the
+        documents."""
         data = {k: plain(v) for k, v in result.items() if k != "documents"}
         documents = [RetrievedDocument.from_document(d) for d in result.get("documents", [])]
         return cls(documents=documents[:top_k] if top_k else documents, **data)

@@ -19,7 +19,7 @@ from typing import Any
 
 from haystack import Document
 
-from components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph_store import GraphStore
 
 
 class SourceNotFoundError(LookupError):

@@ -9,11 +9,15 @@ from typing import Any
 
 from haystack.utils import Secret
 
-from components.stores.edge_document_store import DEFAULT_PATH, DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
-from components.stores.edge_document_store import PATH_ENV as QDRANT_PATH_ENV
-from components.stores.graph_store import GraphStore
-from components.stores.neo4j_graph_store import Neo4jGraphStore
-from components.stores.sqlite_graph_store import SQLiteGraphStore
+from adaptive_retrieval.components.stores.edge_document_store import (
+    DEFAULT_PATH,
+    DEFAULT_PAYLOAD_INDEXES,
+    EdgeDocumentStore,
+)
+from adaptive_retrieval.components.stores.edge_document_store import PATH_ENV as QDRANT_PATH_ENV
+from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.neo4j_graph_store import Neo4jGraphStore
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384

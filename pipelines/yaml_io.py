@@ -10,7 +10,7 @@ from haystack import Pipeline
 from haystack.marshal import YamlMarshaller
 
 import yaml
-from pipelines.store_config import (
+from adaptive_retrieval.pipelines.store_config import (
     GRAPH_PATH_ENV,
     NEO4J_URI_ENV,
     QDRANT_PATH_ENV,
@@ -21,7 +21,7 @@ from pipelines.store_config import (
 )
 
 #: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed).
-ALLOWED_MODULES = ["components", "pipelines", "haystack_integrations"]
+ALLOWED_MODULES = ["adaptive_retrieval"]
 _CHECKOUT_YAML = Path(__file__).resolve().parents[1] / "yaml"
 #: ``yaml/`` of a checkout (or an editable install); an installed wheel carries the same files as ``pipelines/yaml``.
 YAML_DIR = _CHECKOUT_YAML if _CHECKOUT_YAML.is_dir() else Path(__file__).resolve().parent / "yaml"

@@ -8,7 +8,8 @@ indexes N passages through yaml/indexing.yaml into its own Qdrant folder under .
 later runs while the corpus and the YAML are unchanged), then answers --queries queries through yaml/query.yaml:
 
 - indexing throughput (passages/s) and the process's peak RSS while indexing;
-- p50/p95 per stage (Haystack component spans via pipelines.timing.stage_timings: the component's run plus
+- p50/p95 per stage (Haystack component spans via adaptive_retrieval.pipelines.timing.stage_timings: the component's run
+plus
   Haystack's copy of its inputs) and end to end, and the peak RSS after querying.
 
 Then, on the smallest index, the fused candidates of every query go through MMRSelector and through
@@ -40,9 +41,9 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.eval_data import EvalSet, Passage  # noqa: E402
-from pipelines.eval_metrics import percentiles  # noqa: E402
-from pipelines.eval_systems import AdaptiveSystem, minilm_dir  # noqa: E402
+from adaptive_retrieval.pipelines.eval_data import EvalSet, Passage  # noqa: E402
+from adaptive_retrieval.pipelines.eval_metrics import percentiles  # noqa: E402
+from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, minilm_dir  # noqa: E402
 
 QUERY_TEMPLATES = (
     "What does the reference say about {span}?",
@@ -135,7 +136,7 @@ def add_filler(store: Any, total: int, seed: int = 2) -> int:
 def worker(size: int, queries: int, root: Path, filler: int = 0) -> dict[str, Any]:
     """Index ``size`` synthetic passages (or reuse that index), fill the vector store up to ``filler`` points when
     asked, and time ``queries`` queries, in this process."""
-    from pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
 
     passages = synthetic_passages(size)
     evalset = EvalSet(f"synthetic-{size}", passages, [])
@@ -205,8 +206,8 @@ def mmr_comparison(size: int, queries: int, root: Path, lambda_: float = 0.5, to
     from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersDiversityRanker
     from sentence_transformers import SentenceTransformer
 
-    from components.selection.mmr_selector import MMRSelector
-    from pipelines.query_pipeline import query_inputs
+    from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
+    from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
     passages = synthetic_passages(size)
     system = AdaptiveSystem(bench_root(root, size))
@@ -314,7 +315,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     args = parser.parse_args(argv)
     root = Path(args.root)
     if args.worker:
-        from components.stores.edge_document_store import release_all_clients
+        from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
         result = worker(args.worker, args.queries, root, args.filler)
         Path(args.worker_out).write_text(json.dumps(result))
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     print(markdown({**report, "sizes": measured}))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
-    from components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
     release_all_clients()
     return report

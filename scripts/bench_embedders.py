@@ -27,9 +27,9 @@ import numpy as np
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.models.encoder import get_encoder
-from components.models.export import packaged_minilm_dir
-from components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.models.export import packaged_minilm_dir
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 
 
 def reference_passages(n: int) -> list[str]:
@@ -41,7 +41,7 @@ def reference_passages(n: int) -> list[str]:
 
 
 def hotpot_passages(folder: str, n: int) -> list[str]:
-    from pipelines.eval_data import load_hotpot
+    from adaptive_retrieval.pipelines.eval_data import load_hotpot
 
     return [f"{p.title}\n{p.text}" for p in load_hotpot(folder).passages[:n]]
 

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from components.models.encoder import get_encoder
-from components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 
 
 def passages(n: int) -> list[str]:
@@ -42,7 +42,7 @@ def main() -> None:
     for precision, device in (("fp32", "cuda"), ("fp16", "cuda"), ("bf16", "cuda"), ("fp8", "cuda")):
         try:
             if precision == "fp32":
-                from components.models.torch_encoder import TorchEncoder
+                from adaptive_retrieval.components.models.torch_encoder import TorchEncoder
 
                 encoder = TorchEncoder(args.model, "fp32", "cuda")
             else:

@@ -36,9 +36,9 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document  # noqa: E402
 from haystack.dataclasses import SparseEmbedding  # noqa: E402
 
-from components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
-from components.stores.vector_search import QdrantServerSearch  # noqa: E402
-from pipelines.eval_metrics import percentiles  # noqa: E402
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
+from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch  # noqa: E402
+from adaptive_retrieval.pipelines.eval_metrics import percentiles  # noqa: E402
 
 log = logging.getLogger("bench_store")
 DIM, VOCAB, TOP = 384, 30000, 60
@@ -99,7 +99,7 @@ def same_top10(ours: list[Document], stock: list[Document]) -> bool:
 
 
 def timing(prefix: str, latencies_ms: list[float]) -> dict[str, float]:
-    """``{prefix}_p50_ms`` and ``{prefix}_p95_ms``, rounded (the percentiles of pipelines.eval_metrics)."""
+    """``{prefix}_p50_ms`` and ``{prefix}_p95_ms``, rounded (the shared percentile function)."""
     return {f"{prefix}_{k}": round(v, 2) for k, v in percentiles(latencies_ms).items()}
 
 

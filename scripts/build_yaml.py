@@ -9,11 +9,11 @@ import argparse
 import logging
 from pathlib import Path
 
-from components.routing.profiles import PPR_SHARES, default_profiles, with_channel_share
-from pipelines.indexing_pipeline import build_indexing_pipeline
-from pipelines.query_pipeline import build_query_pipeline
-from pipelines.store_config import make_store
-from pipelines.yaml_io import dump_pipeline, dumps_pipeline, loads_pipeline
+from adaptive_retrieval.components.routing.profiles import PPR_SHARES, default_profiles, with_channel_share
+from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
+from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
+from adaptive_retrieval.pipelines.store_config import make_store
+from adaptive_retrieval.pipelines.yaml_io import dump_pipeline, dumps_pipeline, loads_pipeline
 
 
 def ppr_profiles() -> dict:

@@ -42,21 +42,21 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.fusion.weighted_rrf_joiner import WeightedRRFJoiner  # noqa: E402
-from components.retrieval.channel import channel_enabled  # noqa: E402
-from components.routing.intent_router import IntentRouter  # noqa: E402
-from components.routing.profiles import (  # noqa: E402
+from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner  # noqa: E402
+from adaptive_retrieval.components.retrieval.channel import channel_enabled  # noqa: E402
+from adaptive_retrieval.components.routing.intent_router import IntentRouter  # noqa: E402
+from adaptive_retrieval.components.routing.profiles import (  # noqa: E402
     DEFAULT_PROFILES,
     escalate_strategy,
     mix_profiles,
     validate_profiles,
 )
-from components.selection.mmr_selector import MMRSelector  # noqa: E402
-from components.stores.edge_document_store import release_all_clients  # noqa: E402
-from pipelines.eval_data import EvalSet, Question, load_aragog, load_hotpot, load_wiki2  # noqa: E402
-from pipelines.eval_metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
-from pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
-from pipelines.query_pipeline import query_inputs, run_query  # noqa: E402
+from adaptive_retrieval.components.selection.mmr_selector import MMRSelector  # noqa: E402
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
+from adaptive_retrieval.pipelines.eval_data import EvalSet, Question, load_aragog, load_hotpot, load_wiki2  # noqa: E402
+from adaptive_retrieval.pipelines.eval_metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
+from adaptive_retrieval.pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
+from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query  # noqa: E402
 
 PROFILES_FILE = ROOT / "components" / "routing" / "profiles.py"
 WEIGHT_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from components.cli import main
+from adaptive_retrieval.pipelines.cli import main
 
 if __name__ == "__main__":
     argv = sys.argv[1:]

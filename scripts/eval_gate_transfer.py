@@ -7,7 +7,8 @@ python scripts/eval_gate_transfer.py --hotpot ../shared/data/hotpotqa100 \\
 Per evaluation set:
 
 1. Index the corpus (cached per corpus and YAML, like ``scripts/evaluate.py``).
-2. Self-calibrate on pseudo-queries of that index only (:mod:`pipelines.gate_calibration`; no question and no
+2. Self-calibrate on pseudo-queries of that index only (:mod:`adaptive_retrieval.pipelines.gate_calibration`; no
+question and no
    gold label is read) and write ``gate_calibration.json`` into the store folder, as ``adaptive-retrieval
    calibrate`` does.
 3. Run every real question twice with the loop off: *answerable* (index as is) and *unanswerable* (its
@@ -38,11 +39,11 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from calibrate_gate import features, run_both, stores_of  # noqa: E402
 
-from components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
-from components.gating.signals import SIGNALS  # noqa: E402
-from pipelines.eval_data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
-from pipelines.eval_systems import AdaptiveSystem, eval_folder  # noqa: E402
-from pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
+from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
+from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
+from adaptive_retrieval.pipelines.eval_data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
+from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, eval_folder  # noqa: E402
+from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
 
 
 def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, float]:

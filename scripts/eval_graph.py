@@ -32,18 +32,18 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document
 
-from components.indexing.community_detector import CommunityDetector
-from components.indexing.entity_extractor import EntityExtractor
-from components.indexing.graph_writer import GraphWriter
-from components.indexing.ids import stable_id
-from components.indexing.replacing_writer import ReplacingDocumentWriter
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from components.stores.sqlite_graph_store import SQLiteGraphStore
-from pipelines.eval_data import EvalSet, Question, load_hotpot, load_wiki2
-from pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
-from pipelines.query_pipeline import build_query_pipeline
-from pipelines.store_config import make_store
+from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
+from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
+from adaptive_retrieval.components.indexing.ids import stable_id
+from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
+from adaptive_retrieval.pipelines.eval_data import EvalSet, Question, load_hotpot, load_wiki2
+from adaptive_retrieval.pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
+from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
+from adaptive_retrieval.pipelines.store_config import make_store
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH = 512

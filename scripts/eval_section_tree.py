@@ -34,16 +34,16 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document
 from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 
-from components.indexing.replacing_writer import ReplacingDocumentWriter
-from components.models.text_embedder import OnnxTextEmbedder
-from components.retrieval.section_tree_retriever import SectionTreeRetriever
-from components.routing.profiles import default_profiles
-from pipelines.eval_data import load_aragog
-from pipelines.eval_metrics import recall_at_k, reciprocal_rank
-from pipelines.indexing_pipeline import build_indexing_pipeline, file_hash
-from pipelines.query_pipeline import build_query_pipeline, run_query
-from pipelines.store_config import make_store
-from pipelines.timing import stage_timings
+from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
+from adaptive_retrieval.components.routing.profiles import default_profiles
+from adaptive_retrieval.pipelines.eval_data import load_aragog
+from adaptive_retrieval.pipelines.eval_metrics import recall_at_k, reciprocal_rank
+from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, file_hash
+from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
+from adaptive_retrieval.pipelines.store_config import make_store
+from adaptive_retrieval.pipelines.timing import stage_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=0, help="only the first N papers and their questions")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("pypdf", "haystack_integrations", "components.routing"):
+    for noisy in ("pypdf", "haystack_integrations", "adaptive_retrieval.components.routing"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
     evalset = load_aragog(args.data)

@@ -22,10 +22,10 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document  # noqa: E402
 
-from components.models.sparse_document_embedder import Bm25DocumentEmbedder  # noqa: E402
-from components.models.sparse_text_embedder import Bm25TextEmbedder  # noqa: E402
-from components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
-from pipelines.eval_data import load_hotpot  # noqa: E402
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder  # noqa: E402
+from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder  # noqa: E402
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
+from adaptive_retrieval.pipelines.eval_data import load_hotpot  # noqa: E402
 
 
 def evaluate(engine: str, evalset, folder: Path) -> tuple[dict[str, float], list[Document]]:

@@ -58,8 +58,8 @@ def _words(text: str) -> str:
 def reference(files: list[str]) -> dict[str, list[dict[str, Any]]]:
     """``{file name: [{"path": [...], "text": normalised text}]}`` for PDFs and reference topics."""
     logging.disable(logging.WARNING)
-    from components.indexing.section_splitter import SectionSplitter
-    from components.indexing.structure.pdf import parse_pdf
+    from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+    from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
 
     out: dict[str, list[dict[str, Any]]] = {}
     for name in files:
@@ -137,16 +137,16 @@ def main() -> None:
         print(json.dumps(reference(args.reference_only)))
         return
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("pypdf", "haystack_integrations", "components", "pipelines"):
+    for noisy in ("pypdf", "haystack_integrations", "adaptive_retrieval"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
     if args.rejudge:
         rejudge([Path(p) for p in args.rejudge], Path(args.questions), Path(args.data), Path(args.work))
         return
-    from pipelines.corpus import write_pydoc_topics
-    from pipelines.indexing_pipeline import build_indexing_pipeline, index_paths
-    from pipelines.query_pipeline import build_query_pipeline, run_query
-    from pipelines.store_config import make_store
+    from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
+    from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, index_paths
+    from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
+    from adaptive_retrieval.pipelines.store_config import make_store
 
     questions = json.loads(Path(args.questions).read_text(encoding="utf-8"))["questions"]
     if args.set:
@@ -201,7 +201,7 @@ def rejudge(paths: list[Path], questions_path: Path, data: Path, work: Path) -> 
     """Judge stored runs again against the reference segmentation of this checkout (no system is run)."""
     from types import SimpleNamespace
 
-    from pipelines.corpus import write_pydoc_topics
+    from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
 
     questions = {q["q"]: q for q in json.loads(questions_path.read_text(encoding="utf-8"))["questions"]}
     topics = work / "rejudge-topics"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from components.models.export import export_model
-from components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.export import export_model
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # onnxruntime's quantiser logs every tensor at INFO on the root logger.
     logging.getLogger().setLevel(logging.WARNING)
-    logging.getLogger("components").setLevel(logging.WARNING if args.quiet else logging.INFO)
+    logging.getLogger("adaptive_retrieval").setLevel(logging.WARNING if args.quiet else logging.INFO)
     out = export_model(args.source, args.models_dir, args.name, args.precisions, args.force)
     logging.getLogger("export_models").info("models ready in %s", out)
 

@@ -70,7 +70,7 @@ def make_corpus(folder: Path, files: int, passages_per_file: int, seed: int) -> 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "components.cli", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         capture_output=True,
@@ -106,7 +106,7 @@ def run_killed(args: list[str], env: dict[str, str], delay: float | None) -> tup
     """Run the CLI; kill it after ``delay`` s (random timing) unless a fault point kills it first."""
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "components.cli", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdout=subprocess.DEVNULL,
@@ -209,7 +209,7 @@ def start_server(port: int, store: Path, base: Path, env: dict[str, str]) -> sub
     import httpx
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "components.cli", "serve", "--store", str(store), "--port", str(port)],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "serve", "--store", str(store), "--port", str(port)],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "ADAPTIVE_UPLOAD_DIR": str(base / "uploads"), **env},
         stdout=subprocess.DEVNULL,
@@ -239,7 +239,7 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
     import httpx
 
     sys.path.insert(0, str(ROOT))
-    from pipelines.app import free_port
+    from adaptive_retrieval.pipelines.app import free_port
 
     rng = random.Random(args.seed + 1)
     results = []

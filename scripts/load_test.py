@@ -147,8 +147,8 @@ def measured(server: subprocess.Popen, phase: Phase, work) -> None:
 
 def snapshot(store_path: Path) -> set[str]:
     """Every document id in the store (opened in this process, so only while the server is stopped)."""
-    from components.stores.edge_document_store import release_all_clients
-    from pipelines.store_config import make_store
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.pipelines.store_config import make_store
 
     try:
         # Chunks and summaries (level >= 0); the sources' manifest records (level -1) are not documents.
@@ -196,10 +196,10 @@ def main() -> int:
         parser.error("--clients must be 1-64, --seconds 1-600, --uploads 0-8")
 
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-    from pipelines.app import free_port
-    from pipelines.corpus import write_pydoc_topics
-    from pipelines.indexing_pipeline import index_paths
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
+    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adaptive-load-")).resolve()
     store_path = workdir / "qdrant"
@@ -215,7 +215,8 @@ def main() -> int:
 
     port = args.port or free_port(HOST)
     url = f"http://{HOST}:{port}"
-    command = [sys.executable, "-m", "components.cli", "serve", "--store", str(store_path), "--host", HOST]
+    cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
+    command = [*cli, "serve", "--store", str(store_path), "--host", HOST]
     log = (workdir / "server.log").open("w")
     server = subprocess.Popen([*command, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     uploads: list[dict] = []
@@ -282,8 +283,8 @@ def main() -> int:
     written = sum(u["chunks_written"] for u in uploads)
     deleted = sum(u["chunks_deleted"] for u in uploads)
     lost = ids_before - ids_after
-    from components.stores.edge_document_store import release_all_clients
-    from pipelines.store_config import make_store
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.pipelines.store_config import make_store
 
     retrievable = len(make_store(path=str(store_path)).get_documents_by_id(sorted(ids_after)))
     release_all_clients()

@@ -10,9 +10,9 @@ import pytest
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from components.models.export import export_model
-from components.models.paths import DEFAULT_MODEL, default_models_dir
-from components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.models.export import export_model
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, default_models_dir
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 REFERENCE_TOPICS = [
     "while",

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 LONE_SURROGATE_JSON = '{"query": "what is \\ud800 a lambda"}'
 LONG_NAME = "n" * 296 + ".md"
@@ -41,7 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     """
     from hayhooks.server.pipelines.registry import registry
 
-    from pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.app import create_app, running_server
 
     registry.clear()
 
@@ -146,7 +146,7 @@ def test_rest_queries_still_work_after_the_bad_inputs(served: dict[str, Any]) ->
 
 @pytest.fixture(scope="module")
 def query_pipeline(served: dict[str, Any]) -> Any:
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     return load_pipeline("query", path=str(served["folder"] / "qdrant"))
 
@@ -168,7 +168,7 @@ QUERY_CASES = [
 
 @pytest.mark.parametrize(("query", "error", "reason"), QUERY_CASES, ids=[repr(c[0])[:20] for c in QUERY_CASES])
 def test_run_query_refuses_bad_queries(query_pipeline: Any, query: Any, error: type, reason: str) -> None:
-    from pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
 
     with pytest.raises(error) as raised:
         run_query(query_pipeline, query)
@@ -177,7 +177,7 @@ def test_run_query_refuses_bad_queries(query_pipeline: Any, query: Any, error: t
 
 @pytest.fixture(scope="module")
 def indexing_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     return load_pipeline("indexing", path=str(tmp_path_factory.mktemp("api") / "qdrant"))
 
@@ -193,7 +193,7 @@ def indexing_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ids=["str", "bytes", "Path", "missing"],
 )
 def test_index_paths_refuses_bad_paths(indexing_pipeline: Any, paths: Any, error: type, reason: str) -> None:
-    from pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
 
     start = time.monotonic()
     with pytest.raises(error, match=reason):
@@ -217,7 +217,7 @@ YAML_CASES = [
 
 @pytest.mark.parametrize(("label", "text", "reason"), YAML_CASES, ids=[c[0] for c in YAML_CASES])
 def test_yaml_loader_refuses_quickly(label: str, text: str, reason: str) -> None:
-    from pipelines.yaml_io import PipelineLoadError, loads_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError, loads_pipeline
 
     start = time.monotonic()
     with pytest.raises(PipelineLoadError) as raised:
@@ -228,7 +228,7 @@ def test_yaml_loader_refuses_quickly(label: str, text: str, reason: str) -> None
 
 @pytest.mark.parametrize("value", ["abc", "-1", "0"])
 def test_limit_variables_must_be_positive_numbers(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    from pipelines.limits import Limits
+    from adaptive_retrieval.pipelines.limits import Limits
 
     monkeypatch.setenv("ADAPTIVE_MAX_FILE_CHARS", value)
     with pytest.raises(ValueError, match="ADAPTIVE_MAX_FILE_CHARS"):
@@ -267,7 +267,7 @@ CLI_CASES = [
 def test_cli_bad_input_exits_non_zero_with_a_reason(
     bad_files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], label: str, argv: list[str], reason: str
 ) -> None:
-    from components.cli import main
+    from adaptive_retrieval.pipelines.cli import main
 
     out = io.StringIO()
     code = main([a.format(folder=bad_files, tmp=tmp_path) for a in argv], out=out)
@@ -284,7 +284,7 @@ def test_cli_bad_input_exits_non_zero_with_a_reason(
     ids=["top-k 0", "batch-files 0", "unknown command", "query without text"],
 )
 def test_cli_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from components.cli import main
+    from adaptive_retrieval.pipelines.cli import main
 
     with pytest.raises(SystemExit) as raised:
         main(argv, out=io.StringIO())
@@ -296,7 +296,7 @@ def test_server_refuses_to_start_when_a_pipeline_cannot_load(tmp_path: Path, mon
     """A missing models folder used to give a server whose /status said "Up!" while /query/run was a 404."""
     from hayhooks.server.pipelines.registry import registry
 
-    from pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.app import create_app, running_server
 
     monkeypatch.setenv("ADAPTIVE_MODELS_DIR", str(tmp_path / "no-models"))
     monkeypatch.setenv("ADAPTIVE_QDRANT_PATH", str(tmp_path / "qdrant"))

@@ -9,8 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from components.routing.profiles import DEFAULT_PROFILES, validate_profiles
-from components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.routing.profiles import DEFAULT_PROFILES, validate_profiles
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 ROOT = Path(__file__).resolve().parents[1]
 

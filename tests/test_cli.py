@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
-from components.routing.profiles import INTENTS
+from adaptive_retrieval.components.routing.profiles import INTENTS
+from adaptive_retrieval.pipelines.cli import main
 
 TOPICS = {"try.txt": "try", "with.txt": "with", "lambda.txt": "lambda"}
 

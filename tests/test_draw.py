@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.drawing import (
+from adaptive_retrieval.pipelines.drawing import (
     PIPELINE_NAMES,
     RendererNotInstalledError,
     draw_pipelines,

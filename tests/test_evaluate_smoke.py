@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
 
 
 def docs(*ids: str) -> list[Document]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.models.encoder import get_encoder
-from components.models.torch_encoder import TorchEncoder, check_fp8_support, weights_dir
+from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.models.torch_encoder import TorchEncoder, check_fp8_support, weights_dir
 
 torch = pytest.importorskip("torch")
 HAS_CUDA = torch.cuda.is_available()

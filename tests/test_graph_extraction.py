@@ -8,7 +8,12 @@ import pytest
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
-from components.indexing.entity_extractor import EntityExtractor, normalise_key, parse_llm_entities, title_aliases
+from adaptive_retrieval.components.indexing.entity_extractor import (
+    EntityExtractor,
+    normalise_key,
+    parse_llm_entities,
+    title_aliases,
+)
 
 # Encyclopedic sentences (facts from public reference works), written as such text is.
 CURIE = (

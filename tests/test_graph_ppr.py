@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from components.indexing.entity_extractor import EntityExtractor
-from components.indexing.graph_writer import GraphWriter
-from components.indexing.ids import stable_id
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from components.models.text_embedder import OnnxTextEmbedder
-from components.retrieval.entity_linking import link_exact, link_partial
-from components.retrieval.graph_ppr_retriever import GraphPPRRetriever
-from components.retrieval.vector_retrievers import DenseRetriever
-from components.stores.edge_document_store import release_all_clients
-from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
-from pipelines.store_config import make_store
+from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
+from adaptive_retrieval.components.indexing.ids import stable_id
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial
+from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
+from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.pipelines.store_config import make_store
 
 #: A chain: the whiskey's page names its distillery, the distillery's page its owner, the owner's page its city.
 CHAIN = {
@@ -139,10 +139,15 @@ def test_skip_at_zero_weight_and_fail_soft(index: Index) -> None:
 
 
 def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None:
-    from components.routing.profiles import DEFAULT_PROFILES, PPR_SHARES, default_profiles, with_channel_share
-    from pipelines.eval_systems import without_channels
-    from pipelines.query_pipeline import CHANNELS, build_query_pipeline
-    from pipelines.yaml_io import dumps_pipeline, loads_pipeline
+    from adaptive_retrieval.components.routing.profiles import (
+        DEFAULT_PROFILES,
+        PPR_SHARES,
+        default_profiles,
+        with_channel_share,
+    )
+    from adaptive_retrieval.pipelines.eval_systems import without_channels
+    from adaptive_retrieval.pipelines.query_pipeline import CHANNELS, build_query_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
 
     assert "graph_ppr" in CHANNELS and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
     store = make_store(path=str(tmp_path / "qdrant"))

@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 from haystack import Document
 
-from components.indexing.community_detector import CommunityDetector
-from components.indexing.entity_extractor import EntityExtractor
-from components.indexing.graph_writer import GraphWriter
-from components.indexing.ids import stable_id
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from components.models.sparse_text_embedder import Bm25TextEmbedder
-from components.models.text_embedder import OnnxTextEmbedder
-from components.retrieval.graph_global_retriever import GraphGlobalRetriever
-from components.retrieval.graph_local_retriever import GraphLocalRetriever
-from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
-from components.stores.edge_document_store import release_all_clients
-from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
-from pipelines.store_config import make_store
+from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
+from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
+from adaptive_retrieval.components.indexing.ids import stable_id
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
+from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
+from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
+from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.pipelines.store_config import make_store
 
 PASSAGES = {
     "Leland, North Carolina": "Leland is a town in Brunswick County, North Carolina. The horror comedy Maximum "
@@ -227,9 +227,9 @@ def test_communities_and_the_global_channel(index: Index) -> None:
 
 
 def test_pipelines_wire_the_graph_and_load_it_beside_the_qdrant_folder(tmp_path: Path) -> None:
-    from pipelines.indexing_pipeline import build_indexing_pipeline, graph_store_of
-    from pipelines.query_pipeline import CHANNELS, build_query_pipeline
-    from pipelines.yaml_io import dumps_pipeline, loads_pipeline
+    from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, graph_store_of
+    from adaptive_retrieval.pipelines.query_pipeline import CHANNELS, build_query_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
 
     store = make_store(path=str(tmp_path / "qdrant"))
     query = build_query_pipeline(store=store)

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from components.stores.graph_store import ChunkEntities, Community, EntityMention, GraphStore, GraphStoreBase
-from components.stores.neo4j_graph_store import Neo4jGraphStore
-from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.graph_store import (
+    ChunkEntities,
+    Community,
+    EntityMention,
+    GraphStore,
+    GraphStoreBase,
+)
+from adaptive_retrieval.components.stores.neo4j_graph_store import Neo4jGraphStore
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 NEO4J_URI = os.environ.get("NEO4J_URI")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from components.indexing.ids import chunk_id
-from components.indexing.manifest import (
+from adaptive_retrieval.components.indexing.ids import chunk_id
+from adaptive_retrieval.components.indexing.manifest import (
     MANIFEST_LEVEL,
     STATE_COMPLETE,
     STATE_INDEXING,
@@ -27,10 +27,10 @@ from components.indexing.manifest import (
     reconcile,
     write_manifests,
 )
-from components.stores.graph_store import ChunkEntities
-from pipelines.indexing_pipeline import delete_sources, graph_store_of, index_paths, store_of
-from pipelines.limits import Limits
-from pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.components.stores.graph_store import ChunkEntities
+from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.limits import Limits
+from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
 REPO = Path(__file__).resolve().parents[1]
 TOPICS = {"try.md": "try", "with.txt": "with", "lambda.md": "lambda"}
@@ -53,7 +53,7 @@ def corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def indexing(store_path: str) -> Any:
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     return load_pipeline("indexing", path=store_path)
 
@@ -86,8 +86,8 @@ def test_manifest_is_complete_and_matches_the_stores(indexing: Any, corpus: Path
 
 
 def test_manifest_records_never_surface_in_queries(indexing: Any, corpus: Path, store_path: str) -> None:
-    from pipelines.query_pipeline import run_query
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     index_paths(indexing, [corpus])
     query = load_pipeline("query", path=store_path)
@@ -176,7 +176,7 @@ def test_files_over_a_limit_are_refused_before_any_work(indexing: Any, corpus: P
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "components.cli", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
         capture_output=True,
@@ -188,8 +188,8 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def test_sigkilled_indexer_loses_nothing_after_reindex(tmp_path: Path, corpus: Path) -> None:
     """The short version of scripts/fault_test.py: the CLI indexer SIGKILLed at three named moments, then a
     re-index (in this process) must give the same per-source counts as a clean run."""
-    from components.stores.edge_document_store import release_all_clients
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     clean = load_pipeline("indexing", path=str(tmp_path / "reference"))
     index_paths(clean, [corpus], batch_files=2)
@@ -256,6 +256,6 @@ def test_upload_queue_bounds_admission_and_time() -> None:
 
 
 def test_manifest_level_is_below_every_searched_level() -> None:
-    from pipelines.query_pipeline import CHUNKS_ONLY
+    from adaptive_retrieval.pipelines.query_pipeline import CHUNKS_ONLY
 
     assert MANIFEST_LEVEL < 0 and CHUNKS_ONLY["value"] == 0

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.encoder import get_encoder
-from components.models.export import export_model
-from components.models.onnx_encoder import OnnxEncoder
-from components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.models.export import export_model
+from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 
 PASSAGES = [
     "The while statement is used for repeated execution as long as an expression is true.",
@@ -88,8 +88,8 @@ def test_query_path_runs_without_torch(model_dir: Path) -> None:
     code = (
         "import sys\n"
         "sys.modules['torch'] = None\n"
-        "from components.models.text_embedder import OnnxTextEmbedder\n"
-        "from components.routing.intent_router import IntentRouter\n"
+        "from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder\n"
+        "from adaptive_retrieval.components.routing.intent_router import IntentRouter\n"
         f"e = OnnxTextEmbedder(model={str(model_dir)!r}); e.warm_up()\n"
         "v = e.run('hello')['embedding']\n"
         f"r = IntentRouter(model={str(model_dir)!r}); r.warm_up(); r.run(query='hello', query_embedding=v)\n"

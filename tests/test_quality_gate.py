@@ -11,7 +11,7 @@ import pytest
 from haystack import Document
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
-from components.gating.calibration import (
+from adaptive_retrieval.components.gating.calibration import (
     auroc,
     calibration_path,
     fit_logistic,
@@ -19,20 +19,20 @@ from components.gating.calibration import (
     predict,
     save_calibration,
 )
-from components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
-from components.gating.retry_loop import RetryLoop
-from components.gating.signals import content_terms, gate_signals
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.onnx_encoder import OnnxEncoder
-from components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from components.retrieval.vector_retrievers import SparseRetriever
-from components.routing.intent_router import IntentRouter
-from components.routing.profiles import escalate_strategy
-from components.stores.edge_document_store import release_all_clients
-from components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
-from pipelines.gate_calibration import calibrate_pipeline, pass_threshold, pseudo_queries
-from pipelines.query_pipeline import build_query_pipeline, run_query
-from pipelines.store_config import make_store
+from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
+from adaptive_retrieval.components.gating.retry_loop import RetryLoop
+from adaptive_retrieval.components.gating.signals import content_terms, gate_signals
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.retrieval.vector_retrievers import SparseRetriever
+from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.routing.profiles import escalate_strategy
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.pipelines.gate_calibration import calibrate_pipeline, pass_threshold, pseudo_queries
+from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
+from adaptive_retrieval.pipelines.store_config import make_store
 
 STRONG = "What happens to the else clause suite when the while loop expression is false?"
 WEAK = "Which river flows through the capital city of Mongolia?"

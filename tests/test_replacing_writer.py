@@ -6,9 +6,9 @@ from typing import Any
 
 from haystack import Document
 
-from components.indexing.replacing_writer import ReplacingDocumentWriter
-from components.indexing.section_splitter import SectionSplitter
-from pipelines.store_config import make_store
+from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.pipelines.store_config import make_store
 
 
 def _chunks(source: str, text: str) -> list[Document]:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from components.models.encoder import get_encoder
-from components.ranking.cross_encoder_ranker import CrossEncoderRanker, export_cross_encoder
-from components.ranking.late_interaction_ranker import LateInteractionRanker
+from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.ranking.cross_encoder_ranker import CrossEncoderRanker, export_cross_encoder
+from adaptive_retrieval.components.ranking.late_interaction_ranker import LateInteractionRanker
 
 PASSAGES = {
     "Eiffel Tower": "The Eiffel Tower is a wrought-iron lattice tower in Paris, built from 1887 to 1889.",

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.models.onnx_encoder import OnnxEncoder
-from components.routing.intent_router import IntentRouter
-from components.routing.profiles import INTENTS, default_profiles
-from components.routing.rules import structural_reference
+from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.routing.profiles import INTENTS, default_profiles
+from adaptive_retrieval.components.routing.rules import structural_reference
 
 # Held-out examples: none of these strings is an exemplar in routing/data/exemplars.json.
 CLEAR = {

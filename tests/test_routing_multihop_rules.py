@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from components.routing.intent_router import DEFAULT_RULE_STRENGTHS
-from components.routing.rules import apply_rules
+from adaptive_retrieval.components.routing.intent_router import DEFAULT_RULE_STRENGTHS
+from adaptive_retrieval.components.routing.rules import apply_rules
 
 
 @pytest.mark.parametrize(

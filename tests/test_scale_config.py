@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.yaml_io import YAML_DIR, env_store_overrides, load_pipeline, loads_pipeline
+from adaptive_retrieval.pipelines.yaml_io import YAML_DIR, env_store_overrides, load_pipeline, loads_pipeline
 
 
 def _stores(pipeline) -> list:

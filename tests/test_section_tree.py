@@ -12,21 +12,26 @@ from haystack import Document
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
-from components.indexing.replacing_writer import ReplacingDocumentWriter
-from components.indexing.section_splitter import SectionSplitter
-from components.indexing.section_tree_builder import SectionTreeBuilder, segment_runs, tree_node_id
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.text_embedder import OnnxTextEmbedder
-from components.retrieval.section_tree_retriever import (
+from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder, segment_runs, tree_node_id
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval.section_tree_retriever import (
     SectionTreeRetriever,
     heading_matches_name,
     heading_matches_ref,
 )
-from components.stores.edge_document_store import EdgeDocumentStore
-from pipelines.indexing_pipeline import build_indexing_pipeline, delete_sources, index_paths, store_of
-from pipelines.query_pipeline import build_query_pipeline
-from pipelines.store_config import make_store
-from pipelines.yaml_io import load_pipeline
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.pipelines.indexing_pipeline import (
+    build_indexing_pipeline,
+    delete_sources,
+    index_paths,
+    store_of,
+)
+from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
+from adaptive_retrieval.pipelines.store_config import make_store
+from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
 
 def chunks_of(corpus: Path, names: list[str]) -> list[Document]:

@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from components.routing.profiles import CHANNELS, INTENTS
-from components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.routing.profiles import CHANNELS, INTENTS
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = {"try.txt": "try", "with.txt": "with", "lambda.md": "lambda", "import.txt": "import"}
@@ -37,7 +37,7 @@ def _topic(name: str) -> str:
 
 
 def _store(path: Path) -> Any:
-    from pipelines.store_config import make_store
+    from adaptive_retrieval.pipelines.store_config import make_store
 
     return make_store(path=str(path))
 
@@ -45,7 +45,7 @@ def _store(path: Path) -> Any:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app of ``adaptive-retrieval serve`` on a free loopback port, with a small corpus uploaded over HTTP."""
-    from pipelines.app import create_app, free_port, running_server
+    from adaptive_retrieval.pipelines.app import create_app, free_port, running_server
 
     folder = tmp_path_factory.mktemp("served")
     with pytest.MonkeyPatch.context() as mp:
@@ -287,7 +287,7 @@ def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> No
 
 
 def _start_hayhooks(folder: Path, tmp_path: Path, **env_extra: str) -> tuple[subprocess.Popen, str]:
-    from pipelines.app import free_port
+    from adaptive_retrieval.pipelines.app import free_port
 
     port = free_port()
     env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
@@ -455,7 +455,7 @@ def test_mcp_client_gets_the_rest_documents_in_the_same_process(served: dict[str
 def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env_extra or {})}
     env.pop("QDRANT_URL", None)
-    command = [sys.executable, "-m", "components.cli", *args]
+    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False)
 
 
@@ -476,7 +476,7 @@ def test_cli_commands_during_serving_go_through_the_server(served: dict[str, Any
 
 
 def test_delete_source_removes_file_chunks_summaries_and_graph(served: dict[str, Any]) -> None:
-    from pipelines.store_config import make_graph_store
+    from adaptive_retrieval.pipelines.store_config import make_graph_store
 
     client = served["client"]
     store = _store(served["folder"] / "qdrant")

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from fastapi import FastAPI, HTTPException
 
-from pipelines.security import GuardMiddleware, ServingPolicy, host_name, is_loopback
+from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy, host_name, is_loopback
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "s3cret-token-for-tests"
@@ -25,7 +25,7 @@ ALLOWED_ORIGIN = "http://localhost:5173"
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """``adaptive-retrieval serve``'s app over an empty store, with a token and one allowed browser origin."""
-    from pipelines.app import create_app, free_port, running_server
+    from adaptive_retrieval.pipelines.app import create_app, free_port, running_server
 
     folder = tmp_path_factory.mktemp("guarded")
     with pytest.MonkeyPatch.context() as mp:
@@ -108,7 +108,7 @@ def _inner_paths(app: FastAPI) -> set[str]:
 def test_dev_flag_brings_deploy_routes_back_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from pipelines.app import create_app
+    from adaptive_retrieval.pipelines.app import create_app
 
     empty = tmp_path / "no-pipelines"
     empty.mkdir()
@@ -116,7 +116,7 @@ def test_dev_flag_brings_deploy_routes_back_with_a_warning(
     monkeypatch.delenv("ADAPTIVE_DEV_ALLOW_DEPLOY", raising=False)
     assert not {"/deploy_files", "/deploy-yaml", "/undeploy/{pipeline_name}"} & _inner_paths(create_app(empty))
     monkeypatch.setenv("ADAPTIVE_DEV_ALLOW_DEPLOY", "1")
-    with caplog.at_level("WARNING", logger="pipelines.app"):
+    with caplog.at_level("WARNING", logger="adaptive_retrieval.pipelines.app"):
         paths = _inner_paths(create_app(empty))
     assert {"/deploy_files", "/deploy-yaml"} <= paths
     assert any("run code" in r.getMessage() for r in caplog.records), caplog.text
@@ -125,7 +125,7 @@ def test_dev_flag_brings_deploy_routes_back_with_a_warning(
 
 
 def test_server_errors_carry_no_paths() -> None:
-    from pipelines.app import free_port, running_server
+    from adaptive_retrieval.pipelines.app import free_port, running_server
 
     app = FastAPI()
 
@@ -180,7 +180,8 @@ def test_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_entry_points_keep_haystack_telemetry_off() -> None:
     code = (
-        "import components.cli, pipelines.app\nfrom haystack.telemetry import _telemetry\nprint(_telemetry.telemetry)\n"
+        "import adaptive_retrieval.pipelines.cli, adaptive_retrieval.pipelines.app\n"
+        "from haystack.telemetry import _telemetry\nprint(_telemetry.telemetry)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "HAYSTACK_TELEMETRY_ENABLED"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, check=True)
@@ -188,7 +189,13 @@ def test_entry_points_keep_haystack_telemetry_off() -> None:
 
 
 def test_store_owner_file(tmp_path: Path) -> None:
-    from pipelines.ownership import StoreOwnedError, claim_store, owner_file, release_store, store_owner
+    from adaptive_retrieval.pipelines.ownership import (
+        StoreOwnedError,
+        claim_store,
+        owner_file,
+        release_store,
+        store_owner,
+    )
 
     store = tmp_path / "qdrant"
     assert store_owner(store) is None

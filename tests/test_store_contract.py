@@ -16,11 +16,11 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 
-from components.retrieval.channel import channel_documents
-from components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
-from components.stores.edge_document_store import EdgeDocumentStore, StoreFormatError
-from components.stores.vector_search import QdrantServerSearch, vector_search
-from pipelines.store_config import make_store
+from adaptive_retrieval.components.retrieval.channel import channel_documents
+from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, StoreFormatError
+from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch, vector_search
+from adaptive_retrieval.pipelines.store_config import make_store
 
 CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
 
@@ -137,7 +137,7 @@ def test_another_process_gets_a_clear_lock_error_and_data_survives(tmp_path: Pat
     store = EdgeDocumentStore(path=str(tmp_path / "q"))
     store.write_documents([Document(id="1", content="kept", embedding=[0.1] * 384)])
     code = (
-        "from components.stores.edge_document_store import EdgeDocumentStore\n"
+        "from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore\n"
         f"EdgeDocumentStore(path={str(tmp_path / 'q')!r}).count_documents()\n"
     )
     done = subprocess.run(

@@ -12,12 +12,12 @@ import pytest
 from haystack import Document
 from pypdf import PdfReader, PdfWriter
 
-from components.indexing.section_splitter import SectionSplitter
-from components.indexing.structure.html import parse_html
-from components.indexing.structure.markdown import parse_markdown
-from components.indexing.structure.numbering import heading_number
-from components.indexing.structure.pdf import parse_pdf
-from components.indexing.structured_converter import StructuredConverter
+from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.components.indexing.structure.html import parse_html
+from adaptive_retrieval.components.indexing.structure.markdown import parse_markdown
+from adaptive_retrieval.components.indexing.structure.numbering import heading_number
+from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
+from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
 
 MARKDOWN = """---
 title: front matter is not a heading

@@ -1,9 +1,9 @@
 """The quality gate's logistic model: fitting it (with a prior), scoring it, and keeping a fit beside an index.
 
 Pure numpy and JSON, shared by ``scripts/calibrate_gate.py`` (the labelled hotpotqa fit that ships as the gate's
-default, its *prior*) and :mod:`pipelines.gate_calibration` (the self-calibration on pseudo-queries of one index,
-written to ``gate_calibration.json`` in the store folder and read by
-:class:`~components.gating.quality_gate.QualityGate`).
+default, its *prior*) and :mod:`adaptive_retrieval.pipelines.gate_calibration` (the self-calibration on pseudo-queries
+of one index, written to ``gate_calibration.json`` in the store folder and read by
+:class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate`).
 
 Usage::
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from components.gating.signals import SIGNALS
+from adaptive_retrieval.components.gating.signals import SIGNALS
 
 logger = logging.getLogger(__name__)
 

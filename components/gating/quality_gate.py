@@ -1,13 +1,14 @@
 """Quality gate: decide whether the retrieved evidence is good enough, worth a broader retry, or insufficient.
 
-The gate turns the signals of :mod:`components.gating.signals` into one quality score with a logistic model,
-``quality = sigmoid(bias + Σ w_s · signal_s)``, whose weights and threshold are fitted on data by
+The gate turns the signals of :mod:`adaptive_retrieval.components.gating.signals` into one quality score with a logistic
+model, ``quality = sigmoid(bias + Σ w_s · signal_s)``, whose weights and threshold are fitted on data by
 ``scripts/calibrate_gate.py`` (answerable questions against the same questions with their supporting passages
 removed from the index). Then:
 
 - ``quality >= pass_threshold`` → **pass**: the documents go out;
 - below it with retries left → **retry**: the ``retry`` output sends the query back around the pipeline loop
-  (through :class:`~components.gating.retry_loop.RetryLoop` to the router, which widens the strategy);
+  (through :class:`~adaptive_retrieval.components.gating.retry_loop.RetryLoop` to the router, which widens the
+  strategy);
 - below it with no retry left → **insufficient**: the best attempt's documents go out, flagged.
 
 Each attempt's documents, quality and signals travel with the retry, so the final output carries the decision,
@@ -17,8 +18,8 @@ candidates as this attempt is skipped: the decision is **insufficient** with ``r
 
 **Self-calibration.** The weights below are a prior fitted on hotpotqa100. ``adaptive-retrieval calibrate`` fits
 the same model on pseudo-queries drawn from the user's own index (no labels needed, see
-:mod:`pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder; given the
-``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again whenever it
+:mod:`adaptive_retrieval.pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder; given
+the ``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again whenever it
 changes, and reports which model decided (``calibration``: ``index`` or ``prior``).
 
 Usage::
@@ -38,8 +39,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import import_class_by_name
 
-from components.gating.calibration import calibration_path, load_calibration
-from components.gating.signals import SIGNALS, gate_signals
+from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration
+from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
 
 logger = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 A Haystack cycle needs one component that can start it from the user's input and be triggered again from
 inside. ``RetryLoop`` takes the query from the caller and the ``retry`` message from
-:class:`~components.gating.quality_gate.QualityGate`; it sends the query text to the query embedders (so every
-channel receives fresh inputs on the next pass), the attempt number to the router (which widens the strategy)
+:class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate`; it sends the query text to the query embedders
+(so every channel receives fresh inputs on the next pass), the attempt number to the router (which widens the strategy)
 and to the gate, and the best earlier attempt back to the gate. Because the attempt number reaches the router
 through this component, the router is ready as soon as the query embedding is, and never waits on the gate.
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from components.indexing.entity_extractor import stopwords
+from adaptive_retrieval.components.indexing.entity_extractor import stopwords
 
 SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy")
 

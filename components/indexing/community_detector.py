@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from haystack import component, default_from_dict, default_to_dict
 
-from components.indexing.entity_extractor import normalise_key
-from components.models.paths import DEFAULT_MODEL
-from components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.indexing.entity_extractor import normalise_key
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class CommunityDetector:
     def warm_up(self) -> None:
         """Load (or reuse) the embedding model."""
         if self._encoder is None:
-            from components.models.encoder import get_encoder
+            from adaptive_retrieval.components.models.encoder import get_encoder
 
             self._encoder = get_encoder(self.model, self.precision, self.device)
 

@@ -45,7 +45,7 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_chatgenerator_inplace
 
-from components.stores.graph_store import ChunkEntities, EntityMention, merge_mentions
+from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityMention, merge_mentions
 
 logger = logging.getLogger(__name__)
 

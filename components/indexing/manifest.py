@@ -14,7 +14,7 @@ record has none) or filters on ``meta.level >= 0``. Only the Haystack ``Document
 
 Usage::
 
-    from components.indexing.manifest import index_stats, read_manifests, reconcile
+    from adaptive_retrieval.components.indexing.manifest import index_stats, read_manifests, reconcile
 
     reconcile(store, graph_store)            # finish deletions, drop orphaned graph records, list unfinished sources
     read_manifests(store)["/docs/a.md"]      # {"state": "complete", "source_hash": "…", "chunks": 12, ...}
@@ -34,7 +34,7 @@ from typing import Any
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.indexing.ids import chunk_id, stable_id
+from adaptive_retrieval.components.indexing.ids import chunk_id, stable_id
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def source_nodes(store: Any, sources: list[str]) -> list[Document]:
 def remove_sources(store: Any, graph_store: Any, sources: list[str]) -> int:
     """Delete sources in the crash-safe order: mark their records ``deleting``, then delete graph records,
     vector nodes and finally the records. Returns how many vector nodes were removed."""
-    from components.indexing.faults import fault_point
+    from adaptive_retrieval.components.indexing.faults import fault_point
 
     if not sources:
         return 0

@@ -8,9 +8,9 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.indexing.faults import fault_point
-from components.indexing.ids import chunk_id
-from components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.indexing.faults import fault_point
+from adaptive_retrieval.components.indexing.ids import chunk_id
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +26,9 @@ def stored_ids_for(store: Any, doc_ids: list[str]) -> set[str]:
 def sources_never_stored(store: Any, documents: list[Document], doc_ids: list[str]) -> set[str]:
     """The ``doc_ids`` of which nothing is stored, found by id lookups rather than a payload filter.
 
-    Only sources split with :func:`~components.indexing.ids.chunk_id` ids are probed (their incoming batch holds
-    ``chunk_id(doc_id, 0)``): any earlier version of such a source was stored with that same first-chunk id, so
-    its absence means the source is new. An id lookup costs the same at any index size, where a payload filter
+    Only sources split with :func:`~adaptive_retrieval.components.indexing.ids.chunk_id` ids are probed (their incoming
+    batch holds ``chunk_id(doc_id, 0)``): any earlier version of such a source was stored with that same first-chunk id,
+    so its absence means the source is new. An id lookup costs the same at any index size, where a payload filter
     scans every stored point on a store without a payload index, so bulk indexing stays linear on any store.
     """
     get_by_id = getattr(store, "get_documents_by_id", None)

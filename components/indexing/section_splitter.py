@@ -9,9 +9,9 @@ from typing import Any
 
 from haystack import Document, component
 
-from components.indexing.headings import find_headings
-from components.indexing.ids import chunk_id, stable_id
-from components.indexing.structure.markdown import parse_markdown
+from adaptive_retrieval.components.indexing.headings import find_headings
+from adaptive_retrieval.components.indexing.ids import chunk_id, stable_id
+from adaptive_retrieval.components.indexing.structure.markdown import parse_markdown
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +63,9 @@ class SectionSplitter:
     into chunks of about ``chunk_words`` words.
 
     Sections come from ``meta["structure"]`` when the document has it (written by
-    :class:`~components.indexing.structured_converter.StructuredConverter` from Markdown tokens, the HTML tree or
-    the PDF outline and layout); Markdown sources without it (``.md``) are parsed with markdown-it-py here; other
-    text (plain text, reST such as the Python reference) falls back to line rules: reST underlines, numbered and
+    :class:`~adaptive_retrieval.components.indexing.structured_converter.StructuredConverter` from Markdown tokens, the
+    HTML tree or the PDF outline and layout); Markdown sources without it (``.md``) are parsed with markdown-it-py here;
+    other text (plain text, reST such as the Python reference) falls back to line rules: reST underlines, numbered and
     upper-case headings.
 
     Every chunk carries ``meta``: ``doc_id`` (stable hash of the source), ``source``, ``title``,

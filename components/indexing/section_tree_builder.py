@@ -33,9 +33,9 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_chatgenerator_inplace
 
-from components.indexing.ids import stable_id
-from components.models.document_embedder import OnnxDocumentEmbedder
-from components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.indexing.ids import stable_id
+from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 
 logger = logging.getLogger(__name__)
 
@@ -153,16 +153,16 @@ class _Node:
 class SectionTreeBuilder:
     """Adds level-1 (section) and level-2 (document) summary nodes to embedded chunks, ready for one writer.
 
-    Input chunks come from :class:`~components.indexing.section_splitter.SectionSplitter` through the dense
-    embedder (``meta`` ``doc_id``, ``section_id``, ``section_path``, ``position``, ``level`` = 0, and an
+    Input chunks come from :class:`~adaptive_retrieval.components.indexing.section_splitter.SectionSplitter` through the
+    dense embedder (``meta`` ``doc_id``, ``section_id``, ``section_path``, ``position``, ``level`` = 0, and an
     ``embedding``); they pass through unchanged, followed by the summary nodes. Each node's ``meta`` holds
     ``level``, ``children_ids``, ``doc_id``, ``source``, ``title``, ``section_path``, ``section``,
     ``section_id``, ``position`` (of its first chunk) and ``summary`` (``extractive`` or ``llm``); section
     nodes of a cut section add ``segment`` and ``segments``; document nodes add ``outline``
     (``[{"section_id", "section_path", "captions"}]`` in document order; ``captions`` only where the section
     captions a table or figure), which
-    :class:`~components.retrieval.section_tree_retriever.SectionTreeRetriever` matches structural references
-    against.
+    :class:`~adaptive_retrieval.components.retrieval.section_tree_retriever.SectionTreeRetriever` matches structural
+    references against.
 
     The extractive summary is centroid-based (as in MEAD): the node's sentences whose TF-IDF vectors (IDF over
     the document's chunks) lie nearest the node's TF-IDF centroid, drawn from its ``candidate_chunks`` chunks

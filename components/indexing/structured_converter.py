@@ -13,10 +13,10 @@ from haystack import Document, component
 from haystack.components.converters.utils import get_bytestream_from_source, normalize_metadata
 from haystack.dataclasses import ByteStream
 
-from components.indexing.structure.blocks import Block, Parsed
-from components.indexing.structure.html import parse_html
-from components.indexing.structure.markdown import parse_markdown
-from components.indexing.structure.pdf import parse_pdf
+from adaptive_retrieval.components.indexing.structure.blocks import Block, Parsed
+from adaptive_retrieval.components.indexing.structure.html import parse_html
+from adaptive_retrieval.components.indexing.structure.markdown import parse_markdown
+from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +80,11 @@ class StructuredConverter:
     HTML headings come from the element tree (``h1``–``h6``, nested ``section``/``article``); PDF sections
     from the outline when the file has one, else from the layout (lines larger or bolder than the body text,
     numbered headings in order). Each output Document's ``meta["structure"]`` lists the blocks as
-    ``{"section_path": [...], "text": ...}`` (:class:`~components.indexing.section_splitter.SectionSplitter`
-    splits along them and does not copy them to chunks); ``content`` is the blocks' text; ``meta["title"]`` is
-    the title the format states (PDF metadata or largest first-page text, ``<title>``, a lone ``#`` heading).
-    Text is NFKC-normalised (PDF ligatures). pypdf's warnings about fonts are logged as one line per file.
+    ``{"section_path": [...], "text": ...}``
+    (:class:`~adaptive_retrieval.components.indexing.section_splitter.SectionSplitter` splits along them and does not
+    copy them to chunks); ``content`` is the blocks' text; ``meta["title"]`` is the title the format states (PDF
+    metadata or largest first-page text, ``<title>``, a lone ``#`` heading). Text is NFKC-normalised (PDF ligatures).
+    pypdf's warnings about fonts are logged as one line per file.
 
     A file that cannot be read or holds no text is skipped with a warning, as Haystack's converters do.
 

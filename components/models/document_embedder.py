@@ -8,8 +8,8 @@ from typing import Any
 from haystack import Document, component
 from tqdm.auto import tqdm
 
-from components.models.onnx_encoder import OnnxEncoder
-from components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 
 
 @component

@@ -1,8 +1,8 @@
 """What every text encoder shares: tokenisation with ``tokenizers``, length-sorted batching, mean pooling.
 
 Back ends implement :meth:`TokenEncoder.token_embeddings`: ONNX Runtime on CPU/GPU
-(:mod:`components.models.onnx_encoder`) or PyTorch on CUDA for fp16/bf16/fp8
-(:mod:`components.models.torch_encoder`). Use :func:`get_encoder` to obtain the process-wide instance.
+(:mod:`adaptive_retrieval.components.models.onnx_encoder`) or PyTorch on CUDA for fp16/bf16/fp8
+(:mod:`adaptive_retrieval.components.models.torch_encoder`). Use :func:`get_encoder` to obtain the process-wide instance.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def get_encoder(model: str, precision: str = "int8", device: str = "cpu") -> Tok
 
     :raises ValueError: for an unknown precision or device, or a GPU precision on CPU.
     """
-    from components.models.paths import resolve_model_dir
+    from adaptive_retrieval.components.models.paths import resolve_model_dir
 
     if precision not in ONNX_PRECISIONS + TORCH_PRECISIONS:
         msg = f"Unknown precision '{precision}'. Choose fp32 or int8 (CPU/GPU), or fp16, bf16, fp8 (GPU)."
@@ -115,11 +115,11 @@ def get_encoder(model: str, precision: str = "int8", device: str = "cpu") -> Tok
     with _CACHE_LOCK:
         if key not in _CACHE:
             if precision in ONNX_PRECISIONS:
-                from components.models.onnx_encoder import OnnxEncoder
+                from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 
                 _CACHE[key] = OnnxEncoder(model, precision, device)
             else:
-                from components.models.torch_encoder import TorchEncoder
+                from adaptive_retrieval.components.models.torch_encoder import TorchEncoder
 
                 _CACHE[key] = TorchEncoder(model, precision, device)
         return _CACHE[key]

@@ -5,7 +5,7 @@ all-MiniLM-L6-v2 (cosine 0.959 to fp32, worst 0.90) while per-channel MatMul-onl
 
 Usage::
 
-    from components.models.export import export_model
+    from adaptive_retrieval.components.models.export import export_model
     export_model()  # packaged all-MiniLM-L6-v2 -> models/all-MiniLM-L6-v2/{model.onnx, model_int8.onnx}
 
 This module imports torch (through optimum) and is meant for set-up time only; the embedders never import it.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from components.models.paths import DEFAULT_MODEL, PRECISION_FILES, default_models_dir
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, PRECISION_FILES, default_models_dir
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def export_model(
     Existing files are kept unless ``force`` is set, so calling it again is cheap.
 
     :param source: model folder; defaults to the packaged all-MiniLM-L6-v2.
-    :param models_dir: parent folder; defaults to :func:`components.models.paths.default_models_dir`.
+    :param models_dir: parent folder; defaults to :func:`adaptive_retrieval.components.models.paths.default_models_dir`.
     :param name: sub-folder name of the exported model.
     :param precisions: any of ``fp32`` and ``int8`` (INT8 is derived from fp32).
     :param force: rebuild even when the files exist.

@@ -1,7 +1,7 @@
 """ONNX Runtime back end of the text encoders: runs an exported model, no torch or transformers import.
 
 Query-time processes stay small and start fast. Obtain instances through :func:`OnnxEncoder.get` (or
-:func:`components.models.encoder.get_encoder`) so that embedders, router and rankers share one session.
+:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one session.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from components.models.encoder import ONNX_PRECISIONS, TokenEncoder, get_encoder
-from components.models.paths import model_file, resolve_model_dir
+from adaptive_retrieval.components.models.encoder import ONNX_PRECISIONS, TokenEncoder, get_encoder
+from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from haystack import Document, component
 from haystack.dataclasses import SparseEmbedding
 from tqdm.auto import tqdm
 
-from components.models.bm25_encoder import bm25_model
+from adaptive_retrieval.components.models.bm25_encoder import bm25_model
 
 
 @component

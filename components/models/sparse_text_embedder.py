@@ -7,7 +7,7 @@ from typing import Any
 from haystack import component
 from haystack.dataclasses import SparseEmbedding
 
-from components.models.bm25_encoder import bm25_model
+from adaptive_retrieval.components.models.bm25_encoder import bm25_model
 
 
 @component

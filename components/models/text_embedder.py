@@ -7,8 +7,8 @@ from typing import Any
 
 from haystack import component
 
-from components.models.onnx_encoder import OnnxEncoder
-from components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 
 logger = logging.getLogger(__name__)
 

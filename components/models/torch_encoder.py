@@ -1,7 +1,7 @@
 """PyTorch back end for GPUs: fp32 / fp16 / bf16 weights, and FP8 (torchao, Hopper or Ada) on the Linear layers.
 
 FP16 is the baseline FP8 is compared with (``scripts/bench_gpu.py``). On a machine without CUDA every
-precision here is a clear error; the CPU path is ONNX Runtime (:mod:`components.models.onnx_encoder`).
+precision here is a clear error; the CPU path is ONNX Runtime (:mod:`adaptive_retrieval.components.models.onnx_encoder`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from components.models.encoder import TokenEncoder
-from components.models.paths import DEFAULT_MODEL, resolve_model_dir
+from adaptive_retrieval.components.models.encoder import TokenEncoder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def weights_dir(model_dir: Path) -> Path:
     if any((model_dir / f).exists() for f in ("model.safetensors", "pytorch_model.bin")):
         return model_dir
     if model_dir.name == DEFAULT_MODEL:
-        from components.models.export import packaged_minilm_dir
+        from adaptive_retrieval.components.models.export import packaged_minilm_dir
 
         return packaged_minilm_dir()
     msg = f"No PyTorch weights (model.safetensors) in {model_dir}; GPU precisions fp16/bf16/fp8 need them."

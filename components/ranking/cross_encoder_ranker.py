@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from haystack import Document, component
 
-from components.models.onnx_encoder import _providers
-from components.models.paths import model_file, resolve_model_dir
-from components.ranking.base import RerankerBase, length_batches
+from adaptive_retrieval.components.models.onnx_encoder import _providers
+from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
+from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +44,14 @@ def export_cross_encoder(
 ) -> Path:
     """Export a local sequence-classification checkpoint to ``models_dir/name/{model.onnx, model_int8.onnx}``.
 
-    Thin wrapper over :func:`components.models.export.export_model` with the ``text-classification`` task
-    (imports torch; set-up time only).
+    Thin wrapper over :func:`adaptive_retrieval.components.models.export.export_model` with the ``text-classification``
+    task (imports torch; set-up time only).
 
     :param source: Hugging Face folder (``config.json``, weights, ``tokenizer.json``).
     :param name: sub-folder name; defaults to the source folder's name.
     :returns: the model folder.
     """
-    from components.models.export import export_model
+    from adaptive_retrieval.components.models.export import export_model
 
     source = Path(source)
     return export_model(

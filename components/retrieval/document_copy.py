@@ -2,8 +2,9 @@
 
 Haystack deep-copies every component input; a channel's documents travel through the joiner, MMR, the reranker
 and the gate. ``meta`` is JSON by Haystack's contract, so a plain recursive copy of it makes the same copy as
-``copy.deepcopy`` several times faster. Used by :class:`~components.retrieval.channel.SharedEmbeddingDocument`'s
-own ``__deepcopy__``; nothing of Haystack is patched.
+``copy.deepcopy`` several times faster. Used by
+:class:`~adaptive_retrieval.components.retrieval.channel.SharedEmbeddingDocument`'s own ``__deepcopy__``; nothing of
+Haystack is patched.
 """
 
 from __future__ import annotations

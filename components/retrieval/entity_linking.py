@@ -1,9 +1,9 @@
 """Link the words of a query to knowledge-graph entities: exact names with their spelling variants, and partial
 names ("Reznor" → "Trent Reznor") resolved against the entities of the passages around the query.
 
-Exact links come from :func:`~components.retrieval.graph_local_retriever.query_entity_candidates` (normalised
-n-grams with plural variants, so case, accents, possessives, punctuation and a leading article never matter) and
-one lookup in the graph's entity dictionary; a title's disambiguator-free base name is an alias the indexer
+Exact links come from :func:`~adaptive_retrieval.components.retrieval.graph_local_retriever.query_entity_candidates`
+(normalised n-grams with plural variants, so case, accents, possessives, punctuation and a leading article never matter)
+and one lookup in the graph's entity dictionary; a title's disambiguator-free base name is an alias the indexer
 already stored ("Lilu (mythology)" → "lilu"). Partial links need context: a query n-gram that is the first or
 last words of a longer entity *named in the passages the query reached* (its dense/sparse hits, or the walk's
 subgraph) is read as that entity. Context keeps "Reznor" from meaning every Reznor in the graph.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from components.indexing.entity_extractor import normalise_key, stopwords
-from components.stores.graph_store import GraphStore, idf
+from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, stopwords
+from adaptive_retrieval.components.stores.graph_store import GraphStore, idf
 
 _NAME_WORD = re.compile(r"\b[A-Z0-9][\w'’.\-]*")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9&.]{1,9}\b")

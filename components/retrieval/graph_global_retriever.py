@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.retrieval.channel import channel_enabled, search_or_none
-from components.retrieval.graph_local_retriever import chunks_with_dense_vectors
-from components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
-from components.stores.serialization import store_from_init_parameters
-from components.stores.vector_search import vector_search
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
+from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 

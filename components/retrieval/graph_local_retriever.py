@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.retrieval.channel import channel_enabled, search_or_none
-from components.retrieval.entity_linking import link_exact
-from components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
-from components.stores.serialization import store_from_init_parameters
-from components.stores.vector_search import VectorSearch, vector_search
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.entity_linking import link_exact
+from adaptive_retrieval.components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class GraphLocalRetriever:
 
     Skips itself when the router gives ``graph_local`` no weight. See the module docstring for the scoring.
 
-    :param graph_store: the knowledge graph (:class:`~components.stores.graph_store.GraphStore`).
+    :param graph_store: the knowledge graph (:class:`~adaptive_retrieval.components.stores.graph_store.GraphStore`).
     :param document_store: the Qdrant store holding the chunks (for seed hits and embeddings).
     :param top_k: chunks returned (the router's ``fetch_k`` overrides it per query).
     :param seed_hits: nearest chunks whose entities seed the search (0 disables).

@@ -5,11 +5,12 @@ HippoRAG (arXiv 2405.14831) showed that one personalised-PageRank step over an e
 question's entities, does the work of iterative multi-step retrieval. Here the graph is the one the indexing
 pipeline builds with no LLM (entities —MENTIONED_IN→ chunks), and the walk runs on a bounded subgraph grown
 around the query, so its cost does not depend on the size of the index and both graph stores serve it through
-one contract method (:meth:`~components.stores.graph_store.GraphStore.subgraph`).
+one contract method (:meth:`~adaptive_retrieval.components.stores.graph_store.GraphStore.subgraph`).
 
 How a query is scored:
 
-1. **Restart distribution** ``p0``: the entities the query names (:mod:`components.retrieval.entity_linking`:
+1. **Restart distribution** ``p0``: the entities the query names
+(:mod:`adaptive_retrieval.components.retrieval.entity_linking`:
    exact names and variants, strength ``idf``), the top dense and sparse hits (chunk nodes, strength
    ``hit_seed_weight · hit_decay^rank``), and partial names of the query ("Reznor") matched against the
    entities those hits mention.
@@ -45,12 +46,12 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 from scipy import sparse
 
-from components.retrieval.channel import channel_enabled, search_or_none
-from components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
-from components.retrieval.graph_local_retriever import blend_graph_ranking
-from components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
-from components.stores.serialization import store_from_init_parameters
-from components.stores.vector_search import vector_search
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
+from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
+from adaptive_retrieval.components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class GraphPPRRetriever:
     Skips itself when the router gives ``graph_ppr`` no weight; a failing store gives ``documents=None`` (the
     joiner skips the channel). See the module docstring for the scoring.
 
-    :param graph_store: the knowledge graph (:class:`~components.stores.graph_store.GraphStore`).
+    :param graph_store: the knowledge graph (:class:`~adaptive_retrieval.components.stores.graph_store.GraphStore`).
     :param document_store: the store holding the chunks (read with ``fetch_documents`` only).
     :param top_k: chunks returned (the router's ``fetch_k`` overrides it per query).
     :param seed_hits: top dense and top sparse hits (each) that seed the walk as chunk nodes.

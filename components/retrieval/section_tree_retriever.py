@@ -5,9 +5,9 @@ How a query is answered (every step bounded):
 1. **Structural reference first.** When the router found one (``{"kind": "section", "ref": "3.2"}``,
    ``{"kind": "section", "name": "methodology"}``, ``{"kind": "section", "position": -1}``,
    ``{"kind": "table", "ref": "2"}``), it is resolved against the outlines stored on the document nodes
-   (:mod:`components.retrieval.structural_match`): in the documents the query names (title or file name words),
-   numbered headings by number, named ones by words, positions by the body's section order, tables and figures
-   by the captions their sections hold, then document titles. The matching chunks, ranked by similarity (a
+   (:mod:`adaptive_retrieval.components.retrieval.structural_match`): in the documents the query names (title or file
+   name words), numbered headings by number, named ones by words, positions by the body's section order, tables and
+   figures by the captions their sections hold, then document titles. The matching chunks, ranked by similarity (a
    chunk holding the asked caption first), come first (score ``1 + cosine``). Nothing matched: the semantic
    search below answers alone.
 2. **One vector search over every level** (``candidate_pool`` nodes, no payload filter) gives the direct chunk
@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
-from components.retrieval.channel import channel_enabled, search_or_none
-from components.retrieval.structural_match import (
+from adaptive_retrieval.components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.structural_match import (
     CONTENT_KINDS,
     OUTLINE_KINDS,
     Outline,
@@ -47,8 +47,8 @@ from components.retrieval.structural_match import (
     heading_matches_ref,
     resolve,
 )
-from components.stores.serialization import store_from_init_parameters
-from components.stores.vector_search import vector_search
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,8 @@ def _cosines(query: np.ndarray, documents: list[Document]) -> dict[str, float]:
 @component
 class SectionTreeRetriever:
     """Hierarchical retrieval over the section tree written by
-    :class:`~components.indexing.section_tree_builder.SectionTreeBuilder`, as the adaptive channel ``section``.
+    :class:`~adaptive_retrieval.components.indexing.section_tree_builder.SectionTreeBuilder`, as the adaptive channel
+    ``section``.
 
     Returns chunks (level 0) only, with their embeddings (MMR reuses them), each with
     ``meta["section_tree"]`` = ``{"via": "structural" | "section" | "direct", "parent_id": ...}``; skips itself

@@ -1,8 +1,8 @@
 """The dense and sparse channels: top-k vector searches that skip themselves at zero weight and fail softly.
 
-Both search the store through :func:`~components.stores.vector_search.vector_search` (Qdrant Edge embedded, or a
-Qdrant server through qdrant-haystack), filter natively (the collection's payload indexes), and differ only in the
-query they send. Their shared part is :class:`_VectorChannel`.
+Both search the store through :func:`~adaptive_retrieval.components.stores.vector_search.vector_search` (Qdrant Edge
+embedded, or a Qdrant server through qdrant-haystack), filter natively (the collection's payload indexes), and differ
+only in the query they send. Their shared part is :class:`_VectorChannel`.
 
 Usage::
 
@@ -21,8 +21,8 @@ from haystack import Document, component
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
-from components.retrieval.channel import channel_enabled, search_or_none
-from components.stores.vector_search import VectorSearch, vector_search
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 
 class _VectorChannel:

@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 from haystack import component
 
-from components.models.onnx_encoder import OnnxEncoder
-from components.models.paths import DEFAULT_MODEL
-from components.routing.profiles import (
+from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.routing.profiles import (
     INTENTS,
     default_profiles,
     escalate_strategy,
     mix_profiles,
     validate_profiles,
 )
-from components.routing.rules import apply_rules
+from adaptive_retrieval.components.routing.rules import apply_rules
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ DEFAULT_RULE_STRENGTHS: dict[str, float] = {
 
 def load_exemplars() -> dict[str, list[str]]:
     """The exemplar queries shipped with the package (``routing/data/exemplars.json``)."""
-    text = resources.files("components.routing").joinpath("data/exemplars.json").read_text(encoding="utf-8")
+    data = resources.files("adaptive_retrieval.components.routing").joinpath("data/exemplars.json")
+    text = data.read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -78,7 +79,8 @@ class IntentRouter:
         :param model: ONNX model folder used to embed the exemplars (the same model must embed the query).
         :param precision: ``int8`` or ``fp32``.
         :param device: ``cpu`` or ``cuda``.
-        :param profiles: strategy per intent (see ``components.routing.profiles``); defaults to the built-ins.
+        :param profiles: strategy per intent (see :mod:`~adaptive_retrieval.components.routing.profiles`); defaults to
+            the built-ins.
         :param exemplars: example queries per intent; defaults to the packaged set.
         :param temperature: softmax temperature over cosine scores (lower is sharper).
         :param neighbours: exemplars per intent averaged into its score.
@@ -172,7 +174,7 @@ class IntentRouter:
         """Route one query.
 
         :param escalation: retry level sent back by the quality gate (``None``/0: first attempt); it widens the
-            strategy (see :func:`components.routing.profiles.escalate_strategy`).
+            strategy (see :func:`adaptive_retrieval.components.routing.profiles.escalate_strategy`).
         :returns: ``intent`` (top intent), ``confidence`` (its probability), the strategy (``weights``,
             ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``), ``structural`` (a section/table reference or
             ``None``) and ``routing`` (probabilities, rules fired, time taken) for diagnostics; ``strategy`` (the

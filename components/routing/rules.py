@@ -1,8 +1,8 @@
 """Surface rules that recognise intents an embedding classifier handles poorly: structural references
 ("Section 3.2", "Table 2", "the methodology section"), code-like keyword queries, comparisons, summaries.
 
-Each rule returns a *prior* that :class:`~components.routing.intent_router.IntentRouter` mixes with the
-classifier's probabilities, never a hard decision.
+Each rule returns a *prior* that :class:`~adaptive_retrieval.components.routing.intent_router.IntentRouter` mixes with
+the classifier's probabilities, never a hard decision.
 """
 
 from __future__ import annotations

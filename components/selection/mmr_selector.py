@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 from haystack import Document, component
 
-from components.selection.mmr import mmr_select
+from adaptive_retrieval.components.selection.mmr import mmr_select
 
 logger = logging.getLogger(__name__)
 

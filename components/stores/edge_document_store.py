@@ -2,8 +2,9 @@
 
 Qdrant Edge (``qdrant-edge-py``) runs the server's segment format, HNSW, sparse vectors with the IDF modifier,
 payload indexes and a write-ahead log in process. This store implements Haystack's ``DocumentStore`` protocol over
-one ``EdgeShard`` per folder, plus the searches the retrieval channels need (:class:`~components.stores.
-vector_search.VectorSearch`): dense and sparse top-k with native payload filters, and documents by id.
+one ``EdgeShard`` per folder, plus the searches the retrieval channels need
+(:class:`~adaptive_retrieval.components.stores. vector_search.VectorSearch`): dense and sparse top-k with native payload
+filters, and documents by id.
 
 One process owns a shard (Edge locks its write-ahead log): every store instance in the process that names the same
 folder shares one open shard (a pipeline loaded from YAML builds one store per component), and a second process
@@ -34,14 +35,14 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.stores.edge_conversion import (
+from adaptive_retrieval.components.stores.edge_conversion import (
     DENSE_VECTORS_NAME,
     SPARSE_VECTORS_NAME,
     document_to_point,
     point_id,
     point_to_document,
 )
-from components.stores.edge_filters import convert_filters
+from adaptive_retrieval.components.stores.edge_filters import convert_filters
 
 logger = logging.getLogger(__name__)
 
@@ -345,7 +346,8 @@ class EdgeDocumentStore:
         with self._opened().write_lock:
             self._update(qe.UpdateOperation.delete_points_by_filter(qe.Filter()))
 
-    # -- searches (components.stores.vector_search.VectorSearch) -------------------------------------------------
+    # -- searches (adaptive_retrieval.components.stores.vector_search.VectorSearch)
+    # -------------------------------------------------
 
     def search_dense(
         self,

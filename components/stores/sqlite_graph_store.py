@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from haystack import default_from_dict, default_to_dict
 
-from components.stores.graph_store import (
+from adaptive_retrieval.components.stores.graph_store import (
     ENTITY_KINDS,
     ChunkEntities,
     Community,
@@ -114,7 +114,7 @@ def _marks(n: int) -> str:
 
 
 class SQLiteGraphStore(GraphStoreBase):
-    """The :class:`~components.stores.graph_store.GraphStore` in a SQLite file (or ``":memory:"``).
+    """The :class:`~adaptive_retrieval.components.stores.graph_store.GraphStore` in a SQLite file (or ``":memory:"``).
 
     :param path: database file (its folder is created) or ``":memory:"`` (shared within the process).
     :param max_pair_entities: co-occurrence pairs are formed among a chunk's heaviest entities only.

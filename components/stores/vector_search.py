@@ -1,7 +1,7 @@
 """The one interface the retrieval channels use to search a vector store, embedded or server.
 
-:class:`~components.stores.edge_document_store.EdgeDocumentStore` implements :class:`VectorSearch` itself. A
-qdrant-haystack ``QdrantDocumentStore`` (a Qdrant server or cluster, ``url=``) is searched through the stock
+:class:`~adaptive_retrieval.components.stores.edge_document_store.EdgeDocumentStore` implements :class:`VectorSearch`
+itself. A qdrant-haystack ``QdrantDocumentStore`` (a Qdrant server or cluster, ``url=``) is searched through the stock
 qdrant-haystack retrievers, its public API, by :class:`QdrantServerSearch`. :func:`vector_search` picks the one
 for a store, so a channel never calls a private method of either store.
 

@@ -13,7 +13,7 @@ Usage::
 from __future__ import annotations
 
 # First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
-import pipelines.serving  # noqa: F401
+import adaptive_retrieval.pipelines.serving  # noqa: F401
 
 # isort: split
 
@@ -23,7 +23,7 @@ from fastapi import HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from hayhooks import BasePipelineWrapper
 
-from pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_texts
+from adaptive_retrieval.pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_texts
 
 
 class PipelineWrapper(BasePipelineWrapper):

@@ -12,7 +12,7 @@ Usage::
 from __future__ import annotations
 
 # First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
-import pipelines.serving  # noqa: F401
+import adaptive_retrieval.pipelines.serving  # noqa: F401
 
 # isort: split
 
@@ -23,9 +23,9 @@ from pathlib import Path
 from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
 
-from pipelines.indexing_pipeline import index_paths, store_of
-from pipelines.limits import Limits
-from pipelines.serving import (
+from adaptive_retrieval.pipelines.indexing_pipeline import index_paths, store_of
+from adaptive_retrieval.pipelines.limits import Limits
+from adaptive_retrieval.pipelines.serving import (
     IndexResponse,
     UploadRejectedError,
     load_served_pipeline,
@@ -33,7 +33,7 @@ from pipelines.serving import (
     save_upload,
     uploads_dir,
 )
-from pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
 logger = logging.getLogger(__name__)
 
@@ -95,12 +95,12 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def delete_sources(self, names: list[str]) -> list[dict]:
         """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
-        files; served as ``DELETE /sources`` by ``pipelines.app``.
+        files; served as ``DELETE /sources`` by ``adaptive_retrieval.pipelines.app``.
 
         :raises SourceNotFoundError: when a name matches nothing (nothing is deleted then).
         """
-        from pipelines.indexing_pipeline import graph_store_of
-        from pipelines.sources import delete_sources
+        from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of
+        from adaptive_retrieval.pipelines.sources import delete_sources
 
         # Through the upload queue: a delete never interleaves with an indexing run (or its reconciliation).
         try:

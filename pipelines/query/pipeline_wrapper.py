@@ -12,7 +12,7 @@ Usage::
 from __future__ import annotations
 
 # First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
-import pipelines.serving  # noqa: F401
+import adaptive_retrieval.pipelines.serving  # noqa: F401
 
 # isort: split
 
@@ -23,8 +23,8 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from pydantic import Field
 
-from pipelines.query_pipeline import NoChannelAnsweredError, run_query
-from pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
+from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query
+from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
 
 logger = logging.getLogger(__name__)
 

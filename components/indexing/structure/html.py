@@ -9,7 +9,7 @@ import re
 import lxml.html
 from lxml import etree
 
-from components.indexing.structure.blocks import Parsed, blocks_from_headings
+from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
 
 _HEADING = re.compile(r"^h([1-6])$")
 _SECTIONING = {"section", "article"}

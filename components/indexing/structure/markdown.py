@@ -7,7 +7,7 @@ import re
 
 from markdown_it import MarkdownIt
 
-from components.indexing.structure.blocks import Parsed, blocks_from_headings
+from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
 
 # YAML front matter would otherwise parse as a thematic break plus a setext heading.
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)

@@ -19,8 +19,8 @@ from typing import Any
 
 from pypdf import PdfReader
 
-from components.indexing.structure.blocks import Parsed, blocks_from_headings
-from components.indexing.structure.numbering import heading_number
+from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
+from adaptive_retrieval.components.indexing.structure.numbering import heading_number
 
 logger = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ def _store_overrides(args: argparse.Namespace) -> dict[str, str]:
 
 def _store_owner(args: argparse.Namespace) -> dict[str, Any] | None:
     """The live server that owns the local store this command would open (``None``: nobody, or a store server)."""
-    from pipelines.ownership import local_store_path, store_owner
+    from adaptive_retrieval.pipelines.ownership import local_store_path, store_owner
 
     if getattr(args, "url", None):
         return None
@@ -65,7 +65,7 @@ def _call_server(owner: dict[str, Any], method: str, route: str, **kwargs: Any) 
     import httpx
     from haystack.utils import Secret
 
-    from pipelines.security import TOKEN_ENV
+    from adaptive_retrieval.pipelines.security import TOKEN_ENV
 
     headers = {}
     if token := Secret.from_env_var(TOKEN_ENV, strict=False).resolve_value():
@@ -107,8 +107,8 @@ def _progress_callback(out: TextIO) -> tuple[Any, Any]:
 
 def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     """Index files and folders (``.md``, ``.txt``, ``.html``, ``.pdf``, recursively)."""
-    from pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, collect_files, index_paths, store_of
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, collect_files, index_paths, store_of
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     try:
         files = collect_files(args.paths)
@@ -181,9 +181,9 @@ def _print_query(response: Any, out: TextIO, full: bool) -> None:
 
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     """Retrieve passages for a question and show the routing diagnostics."""
-    from pipelines.query_pipeline import run_query
-    from pipelines.serving import QueryResponse
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     text = " ".join(args.text).strip()
     if not text:
@@ -212,10 +212,10 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
         names = [str(Path(n).resolve()) if ("/" in n and Path(n).exists()) else n for n in args.sources]
         removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
     else:
-        from pipelines.indexing_pipeline import graph_store_of, store_of
-        from pipelines.serving import uploads_dir
-        from pipelines.sources import SourceNotFoundError, delete_sources
-        from pipelines.yaml_io import load_pipeline
+        from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
+        from adaptive_retrieval.pipelines.serving import uploads_dir
+        from adaptive_retrieval.pipelines.sources import SourceNotFoundError, delete_sources
+        from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
         pipeline = load_pipeline("indexing", **_store_overrides(args))
         store = store_of(pipeline)
@@ -235,9 +235,9 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     """Fit the quality gate on pseudo-queries drawn from this index (no labels) and save it with the index."""
-    from components.gating.calibration import save_calibration
-    from pipelines.gate_calibration import calibrate_pipeline
-    from pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.components.gating.calibration import save_calibration
+    from adaptive_retrieval.pipelines.gate_calibration import calibrate_pipeline
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     pipeline = load_pipeline("query", **_store_overrides(args))
     gate = pipeline.get_component("gate")
@@ -267,7 +267,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     from hayhooks.server.app import run_app
     from hayhooks.server.exceptions import PipelineModuleLoadError
 
-    from pipelines.app import create_app
+    from adaptive_retrieval.pipelines.app import create_app
 
     # The wrappers load their pipelines inside the server: they read the store from the environment.
     overrides = _store_overrides(args)
@@ -291,8 +291,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     """Show what an index holds per source (chunks, summaries, graph chunks, entities, hash, state) and totals;
     exits 1 when a source is not complete."""
-    from components.indexing.manifest import index_stats
-    from pipelines.store_config import make_graph_store, make_store
+    from adaptive_retrieval.components.indexing.manifest import index_stats
+    from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
     overrides = _store_overrides(args)
     path = overrides.get("path") or (None if overrides.get("url") else os.environ.get(STORE_PATH_ENV))
@@ -327,7 +327,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     """Write the pipelines' mermaid text and render it offline (SVG/PNG/PDF, HTML page)."""
-    from pipelines.drawing import draw_pipelines
+    from adaptive_retrieval.pipelines.drawing import draw_pipelines
 
     for path in draw_pipelines(args.out, names=args.pipeline, formats=args.format, style=args.style):
         print(path, file=out)
@@ -336,7 +336,7 @@ def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and ``--help``)."""
-    from pipelines.drawing import FORMATS, PIPELINE_NAMES
+    from adaptive_retrieval.pipelines.drawing import FORMATS, PIPELINE_NAMES
 
     parser = argparse.ArgumentParser(
         prog="adaptive-retrieval",
@@ -405,8 +405,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--batch-files must be at least 1")
     from haystack.core.errors import PipelineError, PipelineRuntimeError
 
-    from pipelines.drawing import RendererNotInstalledError
-    from pipelines.yaml_io import PipelineLoadError
+    from adaptive_retrieval.pipelines.drawing import RendererNotInstalledError
+    from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError
 
     known = (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError)
     try:
