@@ -406,10 +406,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     from haystack.core.errors import PipelineError, PipelineRuntimeError
 
     from adaptive_retrieval.pipelines.drawing import RendererNotInstalledError
+    from adaptive_retrieval.pipelines.threads import limit_blas_threads
     from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError
 
     known = (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError)
     try:
+        limit_blas_threads()
         return args.func(args, out)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

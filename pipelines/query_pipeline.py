@@ -82,20 +82,20 @@ def build_query_pipeline(
     p.add_component("gate", QualityGate(document_store=store))
     p.add_component("loop", RetryLoop())
 
-    p.connect("query_embedder.embedding", "router.query_embedding")
-    p.connect("query_embedder.embedding", "dense.query_embedding")
-    p.connect("query_embedder.embedding", "section.query_embedding")
+    p.connect("query_embedder.vector", "router.query_embedding")
+    p.connect("query_embedder.vector", "dense.query_embedding")
+    p.connect("query_embedder.vector", "section.query_embedding")
     p.connect("router.structural", "section.structural")
-    p.connect("query_embedder.embedding", "graph_local.query_embedding")
+    p.connect("query_embedder.vector", "graph_local.query_embedding")
     # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
     p.connect("dense.documents", "graph_local.nearest")
-    p.connect("query_embedder.embedding", "graph_global.query_embedding")
+    p.connect("query_embedder.vector", "graph_global.query_embedding")
     if graph_ppr:
         # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
-        p.connect("query_embedder.embedding", "graph_ppr.query_embedding")
+        p.connect("query_embedder.vector", "graph_ppr.query_embedding")
         p.connect("dense.documents", "graph_ppr.nearest")
         p.connect("sparse.documents", "graph_ppr.lexical")
-    p.connect("query_embedder.embedding", "mmr.query_embedding")
+    p.connect("query_embedder.vector", "mmr.query_embedding")
     p.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")
     for channel in channels:
         p.connect("router.weights", f"{channel}.weights")
@@ -112,7 +112,7 @@ def build_query_pipeline(
     p.connect("ranker.documents", "structural_first.documents")
     p.connect("section.documents", "structural_first.structural")
     p.connect("structural_first.documents", "gate.documents")
-    p.connect("query_embedder.embedding", "gate.query_embedding")
+    p.connect("query_embedder.vector", "gate.query_embedding")
     p.connect("joiner.fusion", "gate.fusion")
     p.connect("router.strategy", "gate.strategy")
     p.connect("router.next_strategy", "gate.next_strategy")

@@ -46,9 +46,11 @@ def load_served_pipeline(name: str) -> Pipeline:
     wrapper at a time."""
     from adaptive_retrieval.pipelines.ownership import claim_served_store
     from adaptive_retrieval.pipelines.security import require_safe_hayhooks
+    from adaptive_retrieval.pipelines.threads import limit_blas_threads
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     require_safe_hayhooks()
+    limit_blas_threads()
     with _SETUP_LOCK:
         claim_served_store()
         pipeline = load_pipeline(name)

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from adaptive_retrieval.pipelines.eval_data import EvalSet, Passage  # noqa: E402
 from adaptive_retrieval.pipelines.eval_metrics import percentiles  # noqa: E402
 from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, minilm_dir  # noqa: E402
+from adaptive_retrieval.pipelines.threads import limit_blas_threads  # noqa: E402
 
 QUERY_TEMPLATES = (
     "What does the reference say about {span}?",
@@ -313,6 +314,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    limit_blas_threads()  # as the CLI and the server run (the stock peer in the same process shares it)
     root = Path(args.root)
     if args.worker:
         from adaptive_retrieval.components.stores.edge_document_store import release_all_clients

@@ -47,6 +47,7 @@ from adaptive_retrieval.pipelines.eval_systems import (
     StockSystems,
     eval_folder,
 )
+from adaptive_retrieval.pipelines.threads import limit_blas_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 WARMUP_QUESTIONS = 3
@@ -348,6 +349,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    limit_blas_threads()  # as the CLI and the server run (every system of the run shares it)
     evalset = build_evalset(args)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     try:

@@ -71,6 +71,20 @@ def test_text_embedder_errors(model_dir: Path) -> None:
     assert out["meta"]["truncated"] is True and len(out["embedding"]) == 384
 
 
+def test_text_embedder_vector_is_the_embedding_read_only(model_dir: Path) -> None:
+    from haystack.core.pipeline.utils import _deepcopy_with_exceptions  # what Pipeline.run does to every input
+
+    out = OnnxTextEmbedder(model=str(model_dir)).run("How does the with statement work?")
+    vector = out["vector"]
+    assert isinstance(vector, np.ndarray) and vector.dtype == np.float32 and not vector.flags.writeable
+    assert np.allclose(vector, out["embedding"], atol=1e-7)
+    with pytest.raises(ValueError, match="read-only"):
+        vector[0] = 1.0
+    # Haystack copies an array in one step (a list float by float): the copy is equal and the consumer's own.
+    copied = _deepcopy_with_exceptions(vector)
+    assert copied is not vector and np.array_equal(copied, vector)
+
+
 def test_missing_model_and_precision_errors(tmp_path: Path, model_dir: Path) -> None:
     with pytest.raises(FileNotFoundError, match="export_models.py"):
         OnnxTextEmbedder(model=str(tmp_path / "nope")).warm_up()

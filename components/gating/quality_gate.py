@@ -41,6 +41,7 @@ from haystack.core.serialization import import_class_by_name
 
 from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +253,7 @@ class QualityGate:
         self,
         documents: list[Document],
         query: str,
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryEmbedding | None = None,
         fusion: dict[str, Any] | None = None,
         attempt: int | None = None,
         previous: dict[str, Any] | None = None,
@@ -277,6 +278,7 @@ class QualityGate:
             and signals), ``calibration`` (``index`` or ``prior``) and, when a retry was skipped,
             ``retry_skipped`` (why).
         """
+        query_embedding = as_float_list(query_embedding)
         self._refresh_calibration()
         attempt = attempt or 0
         if attempt < 0:

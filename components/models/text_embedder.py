@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
 from haystack import component
 
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.query_vector import query_vector
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ class OnnxTextEmbedder:
         if self._encoder is None:
             self._encoder = OnnxEncoder.get(self.model, self.precision, self.device)
 
-    @component.output_types(embedding=list[float], meta=dict[str, Any])
+    @component.output_types(embedding=list[float], vector=np.ndarray, meta=dict[str, Any])
     def run(self, text: str) -> dict[str, Any]:
         """Embed ``text``.
 
@@ -81,6 +83,8 @@ class OnnxTextEmbedder:
         vector = self._encoder.encode([full])[0]
         return {
             "embedding": vector.tolist(),
+            # the same values for this package's components: Haystack copies an array in one step (query_vector)
+            "vector": query_vector(vector),
             "meta": {
                 "model": str(self._encoder.model_dir),
                 "precision": self.precision,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
 from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
@@ -167,7 +168,7 @@ class GraphGlobalRetriever:
     @component.output_types(documents=list[Document] | None)
     def run(
         self,
-        query_embedding: list[float],
+        query_embedding: QueryEmbedding,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
     ) -> dict[str, list[Document] | None]:
@@ -182,5 +183,6 @@ class GraphGlobalRetriever:
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
+        query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
         return {"documents": search_or_none(self.channel, lambda: self.retrieve(query_embedding, top_k))}

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
 from adaptive_retrieval.components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
@@ -292,7 +293,7 @@ class GraphLocalRetriever:
     def run(
         self,
         query: str = "",
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryEmbedding | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
         nearest: list[Document] | None = None,
@@ -314,6 +315,7 @@ class GraphLocalRetriever:
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
+        query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
         if top_k < 1:
             msg = f"top_k must be >= 1, got {top_k}"

@@ -46,6 +46,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 from scipy import sparse
 
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
 from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
@@ -319,7 +320,7 @@ class GraphPPRRetriever:
     def run(
         self,
         query: str = "",
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryEmbedding | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
         nearest: list[Document] | None = None,
@@ -337,6 +338,7 @@ class GraphPPRRetriever:
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
+        query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
         if top_k < 1:
             msg = f"top_k must be >= 1, got {top_k}"

@@ -38,6 +38,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from adaptive_retrieval.components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.structural_match import (
     CONTENT_KINDS,
@@ -245,7 +246,7 @@ class SectionTreeRetriever:
     @component.output_types(documents=list[Document] | None, tree=dict[str, Any])
     def run(
         self,
-        query_embedding: list[float],
+        query_embedding: QueryEmbedding,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
         structural: dict[str, Any] | None = None,
@@ -264,6 +265,7 @@ class SectionTreeRetriever:
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": [], "tree": {"skipped": True}}
+        query_embedding = as_float_list(query_embedding)
         expected = getattr(self.document_store, "embedding_dim", len(query_embedding))
         if len(query_embedding) != expected:
             msg = (

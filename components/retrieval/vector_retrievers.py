@@ -21,6 +21,7 @@ from haystack import Document, component
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
@@ -87,7 +88,7 @@ class DenseRetriever(_VectorChannel):
     @component.output_types(documents=list[Document] | None)
     def run(
         self,
-        query_embedding: list[float],
+        query_embedding: QueryEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
@@ -100,6 +101,7 @@ class DenseRetriever(_VectorChannel):
         """
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
+        query_embedding = as_float_list(query_embedding)
         return {"documents": self._run(self._search.search_dense, query_embedding, filters, top_k)}
 
 

@@ -13,6 +13,7 @@ from haystack import component
 
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding
 from adaptive_retrieval.components.routing.profiles import (
     INTENTS,
     default_profiles,
@@ -170,7 +171,7 @@ class IntentRouter:
         strategy=dict[str, Any],
         next_strategy=dict[str, Any],
     )
-    def run(self, query: str, query_embedding: list[float], escalation: int | None = None) -> dict[str, Any]:
+    def run(self, query: str, query_embedding: QueryEmbedding, escalation: int | None = None) -> dict[str, Any]:
         """Route one query.
 
         :param escalation: retry level sent back by the quality gate (``None``/0: first attempt); it widens the

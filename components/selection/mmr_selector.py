@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from haystack import Document, component
 
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
 
 logger = logging.getLogger(__name__)
@@ -88,11 +89,12 @@ class MMRSelector:
     def run(
         self,
         documents: list[Document],
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryEmbedding | None = None,
         lambda_threshold: float | None = None,
         top_k: int | None = None,
     ) -> dict[str, list[Document]]:
         """Return up to ``top_k`` documents in MMR order, each with ``meta["mmr_rank"]`` (1-based)."""
+        query_embedding = as_float_list(query_embedding)
         lam = self.lambda_threshold if lambda_threshold is None else float(lambda_threshold)
         self._check_lambda(lam)
         k = self.top_k if top_k is None else top_k
