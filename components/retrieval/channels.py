@@ -1,5 +1,5 @@
-"""The retrieval channels, each named once: its component, the query inputs it takes, its default weight and
-whether a pipeline has it by default.
+"""The retrieval channels, each registered once: its component (whose ``channel`` class attribute is the channel's
+name), the query inputs it takes, the stores it needs, its default weight and whether a pipeline has it by default.
 
 Everything else that knows the channels is derived from :data:`CHANNELS`: the query pipeline's wiring
 (``build_query_pipeline`` adds and connects every channel it lists), the joiner's channel sockets, the router's
@@ -80,9 +80,8 @@ class RetrievalChannel(Protocol):
 class ChannelSpec:
     """One retrieval channel.
 
-    :param name: the channel's name: its component's name in the pipeline, its joiner socket and its key in the
-        router's weights and the profiles.
-    :param component: the component class (follows :class:`RetrievalChannel`).
+    :param component: the component class (follows :class:`RetrievalChannel`); its class attribute ``channel`` is
+        the channel's :attr:`name`.
     :param inputs: ``{run socket: source}``, the source one of :data:`SOURCES` or :func:`documents_of` another
         channel (which must then be in the pipeline too).
     :param stores: the stores the component takes at init, by parameter name (``document_store``,
@@ -92,13 +91,18 @@ class ChannelSpec:
     :param opt_in: ``True``: a pipeline has the channel only when asked (``build_query_pipeline(graph_ppr=True)``).
     """
 
-    name: str
     component: type
     inputs: Mapping[str, str]
     stores: tuple[str, ...] = ("document_store",)
     init_parameters: Mapping[str, Any] = field(default_factory=dict)
     default_weight: float = 0.0
     opt_in: bool = False
+
+    @property
+    def name(self) -> str:
+        """The channel's name (its component's ``channel``): its component's name in the pipeline, its joiner
+        socket and its key in the router's weights and the profiles."""
+        return self.component.channel
 
     def build(self, stores: Mapping[str, Any]) -> Any:
         """A new instance of the channel's component over ``stores`` (``{parameter name: store}``)."""
@@ -107,33 +111,28 @@ class ChannelSpec:
 
 _SPECS = (
     ChannelSpec(
-        "dense",
         DenseRetriever,
         inputs={"query_embedding": QUERY_EMBEDDING},
         init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
     ),
     ChannelSpec(
-        "sparse",
         SparseRetriever,
         inputs={"query_sparse_embedding": SPARSE_EMBEDDING},
         init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
     ),
-    ChannelSpec("section", SectionTreeRetriever, inputs={"query_embedding": QUERY_EMBEDDING, "structural": STRUCTURAL}),
+    ChannelSpec(SectionTreeRetriever, inputs={"query_embedding": QUERY_EMBEDDING, "structural": STRUCTURAL}),
     ChannelSpec(
-        "graph_local",
         GraphLocalRetriever,
         # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
         inputs={"query_embedding": QUERY_EMBEDDING, "nearest": documents_of("dense")},
         stores=("graph_store", "document_store"),
     ),
     ChannelSpec(
-        "graph_global",
         GraphGlobalRetriever,
         inputs={"query_embedding": QUERY_EMBEDDING},
         stores=("graph_store", "document_store"),
     ),
     ChannelSpec(
-        "graph_ppr",
         GraphPPRRetriever,
         # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
         inputs={
@@ -149,6 +148,9 @@ _SPECS = (
 
 #: Every registered channel by name, in the order pipelines list them.
 CHANNELS: Mapping[str, ChannelSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
+if len(CHANNELS) != len(_SPECS) or not all(CHANNELS):
+    _msg = f"Channel names must be distinct and non-empty: {[spec.name for spec in _SPECS]}"
+    raise RuntimeError(_msg)
 
 
 def channel_spec(name: str) -> ChannelSpec:
