@@ -207,8 +207,9 @@ def validate_profiles(
         lacking = sorted(c for c, w in weights.items() if c not in present and float(w) > 0)
         if lacking:
             msg = (
-                f"profile '{intent}' weighs channel(s) {lacking} that this pipeline does not have (its channels: "
-                f"{sorted(present)}); set their weight to 0 or build the pipeline with them"
+                f"profile '{intent}' weighs channel(s) {lacking} that this pipeline does not have (the router's "
+                f"channels: {sorted(present)}); give them weight 0, or add them to the pipeline and to the "
+                "router's `channels`"
             )
             raise ValueError(msg)
         if sum(float(weights.get(c, CHANNELS[c].default_weight)) for c in present) <= 0:
