@@ -18,11 +18,15 @@ from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.ranking.late_interaction_ranker import LateInteractionRanker
-from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
-from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
-from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
-from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
-from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.retrieval.channels import (
+    CHANNELS,
+    QUERY_EMBEDDING,
+    ROUTER_INPUTS,
+    SPARSE_EMBEDDING,
+    STRUCTURAL,
+    check_channel_sockets,
+    pipeline_channels,
+)
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
 from adaptive_retrieval.components.selection.structural_first import StructuralFirst
@@ -30,14 +34,17 @@ from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 from adaptive_retrieval.pipelines.timing import stage_timings
 
-CHANNELS = ["dense", "sparse", "section", "graph_local", "graph_global", "graph_ppr"]
+#: Where the query-side inputs a channel registers (components/retrieval/channels.py) come from in this pipeline.
+CHANNEL_SOURCES = {
+    QUERY_EMBEDDING: "query_embedder.vector",
+    SPARSE_EMBEDDING: "sparse_embedder.sparse_embedding",
+    STRUCTURAL: "router.structural",
+}
 #: RRF constant of the query pipeline's joiner. Chosen on hotpotqa100's training split (evaluate.py --split train,
 #: k in 5/10/20/30/60: full@10 0.829/0.843/0.814/0.800/0.814) and checked on its held-out split (0.900 vs 0.833 at
 #: the textbook 60) and on ARAGOG (MRR 0.986 vs 0.983). A small k lets a bridge passage that only one channel
 #: ranks near its top (graph_local) beat passages that every channel ranks mid-list.
 FUSION_K = 10
-#: The dense and sparse channels search chunks only: the section tree's summary nodes share the collection.
-CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
 #: The late-interaction ranker (when a profile turns it on) reorders the first 10 documents only: its cost stays
 #: bounded and the set of the first 10 never changes (scripts/eval_rerank.py: reranking all 15 of a profile's
 #: top_k lost full@10 on hotpotqa100 and musique_dev100; the first 10 kept it).
@@ -53,27 +60,26 @@ def build_query_pipeline(
     profiles: dict[str, dict[str, Any]] | None = None,
     graph_store: GraphStore | None = None,
     graph_ppr: bool = False,
+    opt_in: tuple[str, ...] = (),
 ) -> Pipeline:
     """Build the query pipeline over ``store`` (default: the server at
     ``$QDRANT_URL``, else embedded Qdrant Edge at ``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``) and
     ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
 
-    ``graph_ppr=True`` adds the personalised-PageRank channel (``yaml/query_ppr.yaml``); it is opt-in because
-    through the whole pipeline it lowered full@10 on MuSiQue (README, "Personalised PageRank")."""
+    The retrieval channels come from the registry (:mod:`adaptive_retrieval.components.retrieval.channels`):
+    every channel that is not opt-in, plus the opt-in channels named in ``opt_in``, each added and wired as its
+    registration says. ``graph_ppr=True`` (same as ``opt_in=("graph_ppr",)``) adds the personalised-PageRank
+    channel (``yaml/query_ppr.yaml``); it is opt-in because through the whole pipeline it lowered full@10 on
+    MuSiQue (README, "Personalised PageRank")."""
     store = store or make_store()
     graph_store = graph_store or make_graph_store(qdrant_path=store.path)
+    channels = pipeline_channels(opt_in=[*opt_in, *(["graph_ppr"] if graph_ppr else [])])
     p = Pipeline()
     p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision))
     p.add_component("sparse_embedder", Bm25TextEmbedder())
-    p.add_component("router", IntentRouter(model=model, precision=precision, profiles=profiles))
-    p.add_component("dense", DenseRetriever(document_store=store, filters=CHUNKS_ONLY))
-    p.add_component("sparse", SparseRetriever(document_store=store, filters=CHUNKS_ONLY))
-    p.add_component("section", SectionTreeRetriever(document_store=store))
-    p.add_component("graph_local", GraphLocalRetriever(graph_store=graph_store, document_store=store))
-    p.add_component("graph_global", GraphGlobalRetriever(graph_store=graph_store, document_store=store))
-    channels = [c for c in CHANNELS if graph_ppr or c != "graph_ppr"]
-    if graph_ppr:
-        p.add_component("graph_ppr", GraphPPRRetriever(graph_store=graph_store, document_store=store))
+    p.add_component("router", IntentRouter(model=model, precision=precision, profiles=profiles, channels=channels))
+    for channel in channels:
+        p.add_component(channel, CHANNELS[channel].build({"document_store": store, "graph_store": graph_store}))
     p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))
     p.add_component("mmr", MMRSelector())
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
@@ -83,24 +89,8 @@ def build_query_pipeline(
     p.add_component("loop", RetryLoop())
 
     p.connect("query_embedder.vector", "router.query_embedding")
-    p.connect("query_embedder.vector", "dense.query_embedding")
-    p.connect("query_embedder.vector", "section.query_embedding")
-    p.connect("router.structural", "section.structural")
-    p.connect("query_embedder.vector", "graph_local.query_embedding")
-    # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
-    p.connect("dense.documents", "graph_local.nearest")
-    p.connect("query_embedder.vector", "graph_global.query_embedding")
-    if graph_ppr:
-        # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
-        p.connect("query_embedder.vector", "graph_ppr.query_embedding")
-        p.connect("dense.documents", "graph_ppr.nearest")
-        p.connect("sparse.documents", "graph_ppr.lexical")
+    connect_channels(p, channels)
     p.connect("query_embedder.vector", "mmr.query_embedding")
-    p.connect("sparse_embedder.sparse_embedding", "sparse.query_sparse_embedding")
-    for channel in channels:
-        p.connect("router.weights", f"{channel}.weights")
-        p.connect("router.fetch_k", f"{channel}.top_k")
-        p.connect(f"{channel}.documents", f"joiner.{channel}")
     p.connect("router.weights", "joiner.weights")
     p.connect("router.mmr_lambda", "mmr.lambda_threshold")
     p.connect("router.top_k", "mmr.top_k")
@@ -126,6 +116,24 @@ def build_query_pipeline(
     p.connect("gate.retry", "loop.retry")
     connect_query_entry(p)
     return p
+
+
+def connect_channels(pipeline: Pipeline, channels: list[str], router: str = "router", joiner: str = "joiner") -> None:
+    """Wire each channel as its registration says: its query inputs (:data:`CHANNEL_SOURCES` or another channel's
+    documents), the router's weights and ``fetch_k``, and its documents into the joiner's socket of its name.
+
+    :raises TypeError: when a channel component does not follow the channel contract
+        (:func:`~adaptive_retrieval.components.retrieval.channels.check_channel_sockets`).
+    """
+    inputs = pipeline.inputs(include_components_with_connected_inputs=True)
+    outputs = pipeline.outputs(include_components_with_connected_outputs=True)
+    for channel in channels:
+        check_channel_sockets(channel, pipeline.get_component(channel), inputs[channel], outputs[channel])
+        for socket, source in CHANNELS[channel].inputs.items():
+            pipeline.connect(CHANNEL_SOURCES.get(source, source), f"{channel}.{socket}")
+        for socket, output in ROUTER_INPUTS.items():
+            pipeline.connect(f"{router}.{output}", f"{channel}.{socket}")
+        pipeline.connect(f"{channel}.documents", f"{joiner}.{channel}")
 
 
 def connect_query_entry(pipeline: Pipeline, entry: str = "loop") -> None:

@@ -280,7 +280,8 @@ def replay(item: Captured, profiles: dict[str, dict[str, Any]], tail: Tail) -> l
     Without a quality gate this is the first pass; with one, the gate judges each attempt and a retry replays
     the router's escalated strategy (wider fetch_k/top_k, skipped channels at the floor weight), as the loop does.
     """
-    base = mix_profiles(profiles, item.probabilities if tail.router.soft else {item.intent: 1.0})
+    mix = item.probabilities if tail.router.soft else {item.intent: 1.0}
+    base = mix_profiles(profiles, mix, getattr(tail.router, "channels", None))
     if tail.gate is None:
         return passage_ranking(first_pass(item, base, tail)[0], PASSAGE_KEY)
     attempt, previous = 0, None

@@ -139,6 +139,7 @@ def test_skip_at_zero_weight_and_fail_soft(index: Index) -> None:
 
 
 def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None:
+    from adaptive_retrieval.components.retrieval.channels import CHANNELS
     from adaptive_retrieval.components.routing.profiles import (
         DEFAULT_PROFILES,
         PPR_SHARES,
@@ -146,10 +147,10 @@ def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None
         with_channel_share,
     )
     from adaptive_retrieval.pipelines.eval_systems import without_channels
-    from adaptive_retrieval.pipelines.query_pipeline import CHANNELS, build_query_pipeline
+    from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
     from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
 
-    assert "graph_ppr" in CHANNELS and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
+    assert CHANNELS["graph_ppr"].opt_in and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
     store = make_store(path=str(tmp_path / "qdrant"))
     assert "graph_ppr" not in build_query_pipeline(store=store).get_component("joiner").channels  # opt-in
     profiles = with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)

@@ -227,13 +227,14 @@ def test_communities_and_the_global_channel(index: Index) -> None:
 
 
 def test_pipelines_wire_the_graph_and_load_it_beside_the_qdrant_folder(tmp_path: Path) -> None:
+    from adaptive_retrieval.components.retrieval.channels import pipeline_channels
     from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, graph_store_of
-    from adaptive_retrieval.pipelines.query_pipeline import CHANNELS, build_query_pipeline
+    from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
     from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
 
     store = make_store(path=str(tmp_path / "qdrant"))
     query = build_query_pipeline(store=store)
-    assert {"graph_local", "graph_global"} <= set(CHANNELS)
+    assert {"graph_local", "graph_global"} <= set(pipeline_channels())
     assert query.get_component("graph_local").graph_store.path == str(tmp_path / "graph.sqlite")
     indexing = build_indexing_pipeline(store=store)
     assert graph_store_of(indexing).path == str(tmp_path / "graph.sqlite")

@@ -256,6 +256,6 @@ def test_upload_queue_bounds_admission_and_time() -> None:
 
 
 def test_manifest_level_is_below_every_searched_level() -> None:
-    from adaptive_retrieval.pipelines.query_pipeline import CHUNKS_ONLY
+    from adaptive_retrieval.components.retrieval.channels import CHUNKS_ONLY
 
     assert MANIFEST_LEVEL < 0 and CHUNKS_ONLY["value"] == 0

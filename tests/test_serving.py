@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from adaptive_retrieval.components.routing.profiles import CHANNELS, INTENTS
+from adaptive_retrieval.components.retrieval.channels import pipeline_channels
+from adaptive_retrieval.components.routing.profiles import INTENTS
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,7 +95,7 @@ def test_query_returns_documents_with_diagnostics(served: dict[str, Any]) -> Non
     assert Path(result["documents"][0]["source"]).name == "try.txt"
     assert result["intent"] in INTENTS
     assert 0.0 < result["confidence"] <= 1.0
-    assert set(result["weights"]) <= set(CHANNELS)
+    assert set(result["weights"]) <= set(pipeline_channels())
     assert sum(result["weights"].values()) == pytest.approx(1.0, abs=1e-6)
     assert {"top_k", "fetch_k", "mmr_lambda"} <= set(result["strategy"])
     assert result["timings_ms"]["total"] > 0

@@ -1,5 +1,6 @@
 """What every retrieval channel shares: the skip rule for per-query channel weights, failing softly, and
-documents that are cheap to pass down the pipeline."""
+documents that are cheap to pass down the pipeline. The contract a channel component follows, and the registry of
+channels, are in :mod:`adaptive_retrieval.components.retrieval.channels`."""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ from adaptive_retrieval.components.stores.vector_search import VectorSearch, vec
 
 
 class _VectorChannel:
-    """Init parameters, validation and the soft-failing search both vector channels share."""
+    """Init parameters, validation, the skip rule and the soft-failing search both vector channels share: each
+    ``run`` only names its query and the store's search for it."""
 
     channel = ""
 
@@ -59,7 +60,13 @@ class _VectorChannel:
         query: Any,
         filters: dict[str, Any] | None,
         top_k: int | None,
-    ) -> list[Document] | None:
+        weights: dict[str, float] | None,
+        empty: bool = False,
+    ) -> dict[str, list[Document] | None]:
+        """``documents``: ``[]`` when the router gave the channel no weight or the query is ``empty`` (nothing to
+        search for), ``None`` when the store failed, else the top ``top_k`` hits."""
+        if empty or not channel_enabled(self.channel, weights):
+            return {"documents": []}
         effective = apply_filter_policy(self._filter_policy, self.filters, filters)
 
         def run_search() -> list[Document]:
@@ -71,7 +78,7 @@ class _VectorChannel:
                 score_threshold=self.score_threshold,
             )
 
-        return search_or_none(self.channel, run_search)
+        return {"documents": search_or_none(self.channel, run_search)}
 
 
 @component
@@ -99,10 +106,7 @@ class DenseRetriever(_VectorChannel):
 
         :raises ValueError: when the query embedding's dimension differs from the index's.
         """
-        if not channel_enabled(self.channel, weights):
-            return {"documents": []}
-        query_embedding = as_float_list(query_embedding)
-        return {"documents": self._run(self._search.search_dense, query_embedding, filters, top_k)}
+        return self._run(self._search.search_dense, as_float_list(query_embedding), filters, top_k, weights)
 
 
 @component
@@ -125,6 +129,5 @@ class SparseRetriever(_VectorChannel):
         weights: dict[str, float] | None = None,
     ) -> dict[str, list[Document] | None]:
         """Top ``top_k`` documents by BM25; nothing when the query has no indexable term or the channel is off."""
-        if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
-            return {"documents": []}
-        return {"documents": self._run(self._search.search_sparse, query_sparse_embedding, filters, top_k)}
+        empty = not query_sparse_embedding.indices
+        return self._run(self._search.search_sparse, query_sparse_embedding, filters, top_k, weights, empty)

@@ -14,6 +14,7 @@ from haystack import component
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
+from adaptive_retrieval.components.retrieval.channels import check_channel_set, pipeline_channels
 from adaptive_retrieval.components.routing.profiles import (
     INTENTS,
     default_profiles,
@@ -75,6 +76,7 @@ class IntentRouter:
         max_query_chars: int = 20_000,
         escalation_depth: float = 2.0,
         escalation_floor: float = 0.1,
+        channels: list[str] | None = None,
     ) -> None:
         """
         :param model: ONNX model folder used to embed the exemplars (the same model must embed the query).
@@ -91,6 +93,10 @@ class IntentRouter:
         :param escalation_depth: on a quality-gate retry (``escalation`` = n), ``top_k`` and ``fetch_k`` grow by
             ``escalation_depth ** n``.
         :param escalation_floor: minimum weight of every channel on a retry (so skipped channels are asked).
+        :param channels: the retrieval channels of the router's pipeline (registered names, see
+            :mod:`~adaptive_retrieval.components.retrieval.channels`); ``weights`` has exactly these keys, and a
+            profile giving weight to any other channel is an error. Defaults to the channels that are not opt-in
+            (``build_query_pipeline`` fills it from the registry).
         """
         self.model = model
         self.precision = precision
@@ -98,7 +104,8 @@ class IntentRouter:
         self.exemplars = exemplars
         intents = tuple(exemplars) if exemplars is not None else INTENTS
         self.profiles = profiles if profiles is not None else default_profiles()
-        validate_profiles(self.profiles, intents)
+        self.channels = check_channel_set(channels if channels is not None else pipeline_channels())
+        validate_profiles(self.profiles, intents, self.channels)
         if exemplars is not None:
             empty = [i for i, qs in exemplars.items() if not qs]
             if empty:
@@ -197,7 +204,7 @@ class IntentRouter:
         scale = mass / sum(priors.values()) if priors else 0.0
         probs = {i: (1 - mass) * p + scale * priors.get(i, 0.0) for i, p in classifier.items()}
         intent = max(probs, key=probs.__getitem__)
-        base = mix_profiles(self.profiles, probs if self.soft else {intent: 1.0})
+        base = mix_profiles(self.profiles, probs if self.soft else {intent: 1.0}, self.channels)
         # The quality gate sends a weak result back with escalation n >= 1: same intent, a wider strategy.
         strategy = escalate_strategy(base, escalation or 0, self.escalation_depth, self.escalation_floor)
         following = escalate_strategy(base, (escalation or 0) + 1, self.escalation_depth, self.escalation_floor)

@@ -8,7 +8,10 @@ calibrated. Profiles are ``IntentRouter`` init parameters, so a user changes the
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
+
+from adaptive_retrieval.components.retrieval.channels import CHANNELS
 
 INTENTS: tuple[str, ...] = (
     "factual",
@@ -19,7 +22,6 @@ INTENTS: tuple[str, ...] = (
     "relational",
     "summary",
 )
-CHANNELS: tuple[str, ...] = ("dense", "sparse", "section", "graph_local", "graph_global", "graph_ppr")
 
 # Calibrated by scripts/calibrate_profiles.py (coordinate search per intent on the training split, checked
 # on held-out questions; objective full@10 + 0.5 MRR, held-out 1.380 -> 1.394). Reproduce with:
@@ -163,10 +165,19 @@ def default_profiles() -> dict[str, dict[str, Any]]:
     return copy.deepcopy(DEFAULT_PROFILES)
 
 
-def validate_profiles(profiles: dict[str, dict[str, Any]], intents: tuple[str, ...] | list[str]) -> None:
+def validate_profiles(
+    profiles: dict[str, dict[str, Any]],
+    intents: tuple[str, ...] | list[str],
+    channels: Iterable[str] | None = None,
+) -> None:
     """Check that ``profiles`` has exactly one complete, sane profile per intent.
 
-    :raises ValueError: naming the unknown or missing intent, or the offending field.
+    A profile's weights may name any registered channel (one set of profiles serves pipelines with and without an
+    opt-in channel), but a channel the pipeline lacks (not in ``channels``; ``None``: every registered channel
+    counts as present) must weigh 0: a weight there would be dropped silently and the others renormalised.
+
+    :raises ValueError: naming the unknown or missing intent, the unknown or absent channel, or the offending
+        field.
     """
     unknown = sorted(set(profiles) - set(intents))
     if unknown:
@@ -176,6 +187,7 @@ def validate_profiles(profiles: dict[str, dict[str, Any]], intents: tuple[str, .
     if missing:
         msg = f"profiles lacks intent(s) {missing}; every intent in {list(intents)} needs a profile"
         raise ValueError(msg)
+    present = set(CHANNELS if channels is None else channels)
     for intent, profile in profiles.items():
         absent = [f for f in _REQUIRED if f not in profile]
         if absent:
@@ -185,8 +197,23 @@ def validate_profiles(profiles: dict[str, dict[str, Any]], intents: tuple[str, .
         if not isinstance(weights, dict) or any(float(w) < 0 for w in weights.values()):
             msg = f"profile '{intent}': weights must map channel names to non-negative numbers, got {weights}"
             raise ValueError(msg)
-        if sum(float(w) for w in weights.values()) <= 0:
-            msg = f"profile '{intent}': at least one channel weight must be positive"
+        unregistered = sorted(set(weights) - set(CHANNELS))
+        if unregistered:
+            msg = (
+                f"profile '{intent}' weighs unknown channel(s) {unregistered}; the registered channels are "
+                f"{list(CHANNELS)} (adaptive_retrieval.components.retrieval.channels)"
+            )
+            raise ValueError(msg)
+        lacking = sorted(c for c, w in weights.items() if c not in present and float(w) > 0)
+        if lacking:
+            msg = (
+                f"profile '{intent}' weighs channel(s) {lacking} that this pipeline does not have (the router's "
+                f"channels: {sorted(present)}); give them weight 0, or add them to the pipeline and to the "
+                "router's `channels`"
+            )
+            raise ValueError(msg)
+        if sum(float(weights.get(c, CHANNELS[c].default_weight)) for c in present) <= 0:
+            msg = f"profile '{intent}': at least one channel of {sorted(present)} must have a positive weight"
             raise ValueError(msg)
         if not 0.0 <= float(profile["mmr_lambda"]) <= 1.0:
             msg = f"profile '{intent}': mmr_lambda must be within [0, 1]"
@@ -196,19 +223,26 @@ def validate_profiles(profiles: dict[str, dict[str, Any]], intents: tuple[str, .
             raise ValueError(msg)
 
 
-def mix_profiles(profiles: dict[str, dict[str, Any]], probabilities: dict[str, float]) -> dict[str, Any]:
+def mix_profiles(
+    profiles: dict[str, dict[str, Any]], probabilities: dict[str, float], channels: Iterable[str] | None = None
+) -> dict[str, Any]:
     """Soft routing: the probability-weighted mix of the intent profiles.
 
     Weights and λ are averaged; ``top_k``/``fetch_k`` are averaged and rounded; ``rerank`` is on when the
-    intents that want it hold at least half the probability mass.
+    intents that want it hold at least half the probability mass. The weights cover exactly ``channels`` (a
+    channel a profile does not name weighs its registered ``default_weight``); ``None``: the channels the profiles
+    name.
     """
-    channels = sorted({c for p in profiles.values() for c in p["weights"]})
-    weights = {c: 0.0 for c in channels}
+    if channels is None:
+        channels = {c for p in profiles.values() for c in p["weights"]}
+    names = sorted(channels)
+    default = {c: CHANNELS[c].default_weight if c in CHANNELS else 0.0 for c in names}
+    weights = {c: 0.0 for c in names}
     top_k = fetch_k = lam = rerank_mass = 0.0
     for intent, prob in probabilities.items():
         profile = profiles[intent]
-        for c in channels:
-            weights[c] += prob * float(profile["weights"].get(c, 0.0))
+        for c in names:
+            weights[c] += prob * float(profile["weights"].get(c, default[c]))
         top_k += prob * profile["top_k"]
         fetch_k += prob * profile["fetch_k"]
         lam += prob * profile["mmr_lambda"]

@@ -1,0 +1,224 @@
+"""The retrieval channels, each registered once: its component (whose ``channel`` class attribute is the channel's
+name), the query inputs it takes, the stores it needs, its default weight and whether a pipeline has it by default.
+
+Everything else that knows the channels is derived from :data:`CHANNELS`: the query pipeline's wiring
+(``build_query_pipeline`` adds and connects every channel it lists), the joiner's channel sockets, the router's
+channel set (``IntentRouter(channels=...)``, which profiles are validated against) and the tests that check every
+channel against :class:`RetrievalChannel`.
+
+**What a channel component looks like** (:class:`RetrievalChannel`, checked by :func:`check_channel_sockets`):
+
+- a Haystack ``@component`` whose class attribute ``channel`` is its registered name;
+- ``run`` takes ``weights: dict[str, float] | None = None`` (the router's channel weights) and
+  ``top_k: int | None = None`` (the router's ``fetch_k``), plus the sockets its :class:`ChannelSpec` lists in
+  ``inputs``; a ``query`` or ``text`` socket gets the query text from the pipeline's entry;
+- it returns ``documents: list[Document] | None``: ``[]`` when the router gave it no weight
+  (:func:`~adaptive_retrieval.components.retrieval.channel.channel_enabled`) and ``None`` when its store failed
+  (:func:`~adaptive_retrieval.components.retrieval.channel.search_or_none`), which the joiner skips.
+
+Usage::
+
+    from adaptive_retrieval.components.retrieval.channels import CHANNELS, pipeline_channels
+
+    pipeline_channels()                     # ['dense', 'sparse', 'section', 'graph_local', 'graph_global']
+    pipeline_channels(opt_in=["graph_ppr"])  # ... + 'graph_ppr'
+    CHANNELS["dense"].inputs                 # {'query_embedding': 'query_embedding'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from haystack import Document
+
+from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
+from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
+from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
+from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
+from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+
+# The query-side sources a channel may take (the values of ChannelSpec.inputs), besides another channel's
+# documents ("<channel>.documents"). The query pipeline maps each to the output that provides it.
+#: The dense query vector (the query embedder's ``embedding``).
+QUERY_EMBEDDING = "query_embedding"
+#: The sparse (BM25) query vector (the sparse embedder's ``sparse_embedding``).
+SPARSE_EMBEDDING = "sparse_embedding"
+#: The section or table reference the router found in the query (``router.structural``).
+STRUCTURAL = "structural"
+SOURCES: tuple[str, ...] = (QUERY_EMBEDDING, SPARSE_EMBEDDING, STRUCTURAL)
+#: Inputs every channel takes from the router (not listed in ``inputs``): its weights and the depth to fetch.
+ROUTER_INPUTS = {"weights": "weights", "top_k": "fetch_k"}
+#: Inputs the pipeline's entry feeds with the query text (``connect_query_entry``).
+TEXT_INPUTS = ("query", "text")
+
+#: The dense and sparse channels search chunks only: the section tree's summary nodes share the collection.
+CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
+
+
+def documents_of(channel: str) -> str:
+    """The source name of another channel's output list, for :attr:`ChannelSpec.inputs`."""
+    return f"{channel}.documents"
+
+
+@runtime_checkable
+class RetrievalChannel(Protocol):
+    """What a channel component provides (see the module docstring for the sockets' contract)."""
+
+    channel: ClassVar[str]
+
+    def run(
+        self, *, weights: dict[str, float] | None = None, top_k: int | None = None, **inputs: Any
+    ) -> dict[str, list[Document] | None]:
+        """Documents for the query; ``[]`` at zero weight, ``None`` when the store failed."""
+        ...
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """One retrieval channel.
+
+    :param component: the component class (follows :class:`RetrievalChannel`); its class attribute ``channel`` is
+        the channel's :attr:`name`.
+    :param inputs: ``{run socket: source}``, the source one of :data:`SOURCES` or :func:`documents_of` another
+        channel (which must then be in the pipeline too).
+    :param stores: the stores the component takes at init, by parameter name (``document_store``,
+        ``graph_store``).
+    :param init_parameters: further init parameters the query pipeline gives it.
+    :param default_weight: the weight of this channel in a profile that does not name it.
+    :param opt_in: ``True``: a pipeline has the channel only when asked (``build_query_pipeline(graph_ppr=True)``).
+    """
+
+    component: type
+    inputs: Mapping[str, str]
+    stores: tuple[str, ...] = ("document_store",)
+    init_parameters: Mapping[str, Any] = field(default_factory=dict)
+    default_weight: float = 0.0
+    opt_in: bool = False
+
+    @property
+    def name(self) -> str:
+        """The channel's name (its component's ``channel``): its component's name in the pipeline, its joiner
+        socket and its key in the router's weights and the profiles."""
+        return self.component.channel
+
+    def build(self, stores: Mapping[str, Any]) -> Any:
+        """A new instance of the channel's component over ``stores`` (``{parameter name: store}``)."""
+        return self.component(**{s: stores[s] for s in self.stores}, **self.init_parameters)
+
+
+_SPECS = (
+    ChannelSpec(
+        DenseRetriever,
+        inputs={"query_embedding": QUERY_EMBEDDING},
+        init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
+    ),
+    ChannelSpec(
+        SparseRetriever,
+        inputs={"query_sparse_embedding": SPARSE_EMBEDDING},
+        init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
+    ),
+    ChannelSpec(SectionTreeRetriever, inputs={"query_embedding": QUERY_EMBEDDING, "structural": STRUCTURAL}),
+    ChannelSpec(
+        GraphLocalRetriever,
+        # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
+        inputs={"query_embedding": QUERY_EMBEDDING, "nearest": documents_of("dense")},
+        stores=("graph_store", "document_store"),
+    ),
+    ChannelSpec(
+        GraphGlobalRetriever,
+        inputs={"query_embedding": QUERY_EMBEDDING},
+        stores=("graph_store", "document_store"),
+    ),
+    ChannelSpec(
+        GraphPPRRetriever,
+        # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
+        inputs={
+            "query_embedding": QUERY_EMBEDDING,
+            "nearest": documents_of("dense"),
+            "lexical": documents_of("sparse"),
+        },
+        stores=("graph_store", "document_store"),
+        # Opt-in: through the whole pipeline it lowered full@10 on MuSiQue (README, "Personalised PageRank").
+        opt_in=True,
+    ),
+)
+
+#: Every registered channel by name, in the order pipelines list them.
+CHANNELS: Mapping[str, ChannelSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
+if len(CHANNELS) != len(_SPECS) or not all(CHANNELS):
+    _msg = f"Channel names must be distinct and non-empty: {[spec.name for spec in _SPECS]}"
+    raise RuntimeError(_msg)
+
+
+def channel_spec(name: str) -> ChannelSpec:
+    """The registered channel ``name``.
+
+    :raises ValueError: naming the registered channels when ``name`` is not one.
+    """
+    if name not in CHANNELS:
+        msg = f"Unknown retrieval channel '{name}'; the registered channels are {list(CHANNELS)}"
+        raise ValueError(msg)
+    return CHANNELS[name]
+
+
+def pipeline_channels(opt_in: Iterable[str] = ()) -> list[str]:
+    """The channels of a query pipeline, in registry order: every channel that is not opt-in, plus ``opt_in``.
+
+    :raises ValueError: for an unknown name in ``opt_in``.
+    """
+    chosen = {channel_spec(name).name for name in opt_in}
+    return [name for name, spec in CHANNELS.items() if not spec.opt_in or name in chosen]
+
+
+def check_channel_set(channels: Iterable[str]) -> list[str]:
+    """``channels`` as a list, checked: registered, distinct, non-empty, and every channel whose documents one of
+    them takes is there too.
+
+    :raises ValueError: naming what is wrong.
+    """
+    names = list(channels)
+    if not names or len(set(names)) != len(names):
+        msg = f"channels must be distinct, non-empty names; got {names}"
+        raise ValueError(msg)
+    for name in names:
+        for socket, source in channel_spec(name).inputs.items():
+            needed = source.removesuffix(".documents")
+            if source.endswith(".documents") and needed not in names:
+                msg = f"Channel '{name}' takes '{socket}' from channel '{needed}', which is not among {names}"
+                raise ValueError(msg)
+    return names
+
+
+def check_channel_sockets(
+    name: str, instance: Any, inputs: Mapping[str, Mapping[str, Any]], outputs: Mapping[str, Any]
+) -> None:
+    """Check a channel component against :class:`RetrievalChannel` and its registration.
+
+    ``inputs`` and ``outputs`` are the component's sockets as ``Pipeline.inputs()`` / ``Pipeline.outputs()``
+    describe them (``{socket: {"type": ..., "is_mandatory": ...}}``).
+
+    :raises TypeError: naming the socket or attribute that does not follow the contract.
+    """
+    spec = channel_spec(name)
+    problems = []
+    if not isinstance(instance, spec.component):
+        problems.append(f"is a {type(instance).__name__}, registered as {spec.component.__name__}")
+    if getattr(instance, "channel", None) != name:
+        problems.append(f"has channel = {getattr(instance, 'channel', None)!r}, not {name!r}")
+    for socket in (*ROUTER_INPUTS, *spec.inputs):
+        if socket not in inputs:
+            problems.append(f"has no input '{socket}'")
+    for socket in ROUTER_INPUTS:
+        if inputs.get(socket, {}).get("is_mandatory", False):
+            problems.append(f"input '{socket}' must be optional (default None)")
+    unfed = [s for s, d in inputs.items() if d.get("is_mandatory") and s not in (*spec.inputs, *TEXT_INPUTS)]
+    if unfed:
+        problems.append(f"mandatory input(s) {unfed} that the registration does not feed")
+    if outputs.get("documents", {}).get("type") != list[Document] | None:
+        problems.append("must output documents: list[Document] | None")
+    if problems:
+        msg = f"Channel '{name}' ({spec.component.__name__}) " + "; ".join(problems)
+        raise TypeError(msg)
