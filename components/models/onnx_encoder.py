@@ -64,7 +64,7 @@ class OnnxEncoder(TokenEncoder):
         logger.info("Loaded %s (%s, %s, dim=%d)", path, precision, device, self.dimension)
 
     @classmethod
-    def get(cls, model: str, precision: str = "int8", device: str = "cpu") -> TokenEncoder:
+    def get(cls, model: str, precision: str | None = None, device: str | None = None) -> TokenEncoder:
         """The process-wide encoder for ``(model, precision, device)`` (see :func:`get_encoder`)."""
         return get_encoder(model, precision, device)
 
