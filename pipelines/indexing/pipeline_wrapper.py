@@ -48,6 +48,9 @@ class PipelineWrapper(BasePipelineWrapper):
         """Load ``yaml/indexing.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and the models."""
         self.pipeline = load_served_pipeline("indexing")
         self.store = store_of(self.pipeline)
+        # This server owns the index and accepts uploads: create it now, so that the query wrapper beside it (whose
+        # store never creates one) answers "nothing indexed yet" with an empty list rather than "no index".
+        self.store.count_documents()
         self.uploads = uploads_dir(self.store)
         # Indexing is CPU-bound and replaces chunks per source: a bounded queue admits a few uploads and runs
         # one at a time (by default), so uploads never take every worker and queries go on in parallel.
