@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from haystack import Pipeline
 
+import yaml
 from adaptive_retrieval.components.stores.edge_document_store import IndexNotFoundError
 from adaptive_retrieval.components.stores.sqlite_graph_store import GraphNotFoundError
 from adaptive_retrieval.pipelines.yaml_io import (
@@ -108,3 +109,18 @@ def test_yaml_stores_resolve_their_folder_when_they_open(tmp_path: Path, monkeyp
     monkeypatch.delenv("ADAPTIVE_QDRANT_PATH")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert store.folder == tmp_path / "xdg" / "adaptive-retrieval" / "qdrant"  # the default is never the cwd
+
+
+def test_every_shipped_yaml_is_plain_data_with_hayhooks_io() -> None:
+    paths = sorted(YAML_DIR.glob("*.yaml"))
+    assert {p.name for p in paths} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)  # a plain YAML reader: no !!python/... tags
+        assert "!!" not in text and data["inputs"] and data["outputs"], path.name
+        pipeline = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+        inputs, outputs = pipeline.inputs(), pipeline.outputs()
+        for declared, sockets in ((data["inputs"], inputs), (data["outputs"], outputs)):
+            for target in declared.values():  # what Hayhooks maps each request field / response field to
+                component, socket = target.split(".", 1)
+                assert socket in sockets.get(component, {}), (path.name, target)
