@@ -1,7 +1,8 @@
 """The ``adaptive-retrieval`` command: index files, query with diagnostics, serve over REST, draw the pipelines.
 
 Every subcommand loads the YAML pipelines (``yaml/``); the store is the local Qdrant folder given by ``--store``
-(else ``$ADAPTIVE_QDRANT_PATH``, else ``.adaptive/qdrant``) or a server given by ``--url`` (or ``$QDRANT_URL``).
+(else ``$ADAPTIVE_QDRANT_PATH``, else ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``, i.e.
+``~/.local/share/adaptive-retrieval/qdrant``) or a server given by ``--url`` (or ``$QDRANT_URL``).
 
 Usage::
 
@@ -299,7 +300,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     if path and not os.path.isdir(path):
         msg = f"No index at {path}: index files first with `adaptive-retrieval index --store {path} PATH`"
         raise CliError(msg)
-    store = make_store(**overrides)
+    store = make_store(create=False, **overrides)  # stats never create an index
     stats = index_stats(store, make_graph_store(qdrant_path=getattr(store, "path", None)))
     if args.json:
         print(json.dumps(stats, indent=2), file=out)

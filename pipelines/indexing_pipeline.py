@@ -66,14 +66,15 @@ EMBED_BATCH = 8
 def build_indexing_pipeline(
     store: Any = None,
     model: str = DEFAULT_MODEL,
-    precision: str = "int8",
+    precision: str | None = None,
     chunk_words: int = 180,
     progress_bar: bool = True,
     graph_store: GraphStore | None = None,
 ) -> Pipeline:
-    """Build the indexing pipeline over ``store`` (default: the server at
-    ``$QDRANT_URL``, else embedded Qdrant Edge at ``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``) and
-    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
+    """Build the indexing pipeline over ``store`` (default: the server at ``$QDRANT_URL``, else embedded Qdrant
+    Edge at ``$ADAPTIVE_QDRANT_PATH`` or the per-user data folder, created on first write) and ``graph_store``
+    (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder). ``precision=None``: the
+    models read ``$ADAPTIVE_PRECISION`` at warm-up (default int8).
 
     Chunks also go to the knowledge graph: entity extraction → graph writer (incremental per document) →
     community detector (recomputes once enough of the graph changed).
@@ -83,7 +84,7 @@ def build_indexing_pipeline(
     ``TextFileToDocument`` and the splitter's line rules.
     """
     store = store or make_store()
-    graph_store = graph_store or make_graph_store(qdrant_path=store.path)
+    graph_store = graph_store or make_graph_store(qdrant_path=getattr(store, "path", None))
     p = Pipeline()
     p.add_component(
         "file_router",

@@ -33,11 +33,11 @@ class StoreOwnedError(RuntimeError):
 def local_store_path(path: str | None = None) -> Path | None:
     """The local store folder a command would open: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else the default;
     ``None`` when the store is a server (``$QDRANT_URL``) and no ``path`` is given."""
-    from adaptive_retrieval.pipelines.store_config import DEFAULT_PATH, QDRANT_PATH_ENV, QDRANT_URL_ENV
+    from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV, qdrant_folder
 
     if path is None and os.environ.get(QDRANT_URL_ENV):
         return None
-    return Path(path or os.environ.get(QDRANT_PATH_ENV) or DEFAULT_PATH).expanduser().resolve()
+    return qdrant_folder(path).resolve()
 
 
 def owner_file(store_path: str | Path) -> Path:

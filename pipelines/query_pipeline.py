@@ -56,23 +56,25 @@ MAX_QUERY_CHARS = 4000
 def build_query_pipeline(
     store: Any = None,
     model: str = DEFAULT_MODEL,
-    precision: str = "int8",
+    precision: str | None = None,
     profiles: dict[str, dict[str, Any]] | None = None,
     graph_store: GraphStore | None = None,
     graph_ppr: bool = False,
     opt_in: tuple[str, ...] = (),
 ) -> Pipeline:
-    """Build the query pipeline over ``store`` (default: the server at
-    ``$QDRANT_URL``, else embedded Qdrant Edge at ``$ADAPTIVE_QDRANT_PATH`` or ``.adaptive/qdrant``) and
-    ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the Qdrant folder).
+    """Build the query pipeline over ``store`` (default: the server at ``$QDRANT_URL``, else embedded Qdrant Edge
+    at ``$ADAPTIVE_QDRANT_PATH`` or the per-user data folder, resolved when it opens; a missing index is an error,
+    never an empty store) and ``graph_store`` (default: Neo4j when ``$NEO4J_URI`` is set, else SQLite next to the
+    Qdrant folder). ``precision=None``: the models read ``$ADAPTIVE_PRECISION`` at warm-up (default int8).
 
     The retrieval channels come from the registry (:mod:`adaptive_retrieval.components.retrieval.channels`):
     every channel that is not opt-in, plus the opt-in channels named in ``opt_in``, each added and wired as its
     registration says. ``graph_ppr=True`` (same as ``opt_in=("graph_ppr",)``) adds the personalised-PageRank
     channel (``yaml/query_ppr.yaml``); it is opt-in because through the whole pipeline it lowered full@10 on
     MuSiQue (README, "Personalised PageRank")."""
-    store = store or make_store()
-    graph_store = graph_store or make_graph_store(qdrant_path=store.path)
+    # The query side only reads: opening an index that is not there fails loudly instead of creating an empty one.
+    store = store or make_store(create=False)
+    graph_store = graph_store or make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
     channels = pipeline_channels(opt_in=[*opt_in, *(["graph_ppr"] if graph_ppr else [])])
     p = Pipeline()
     p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision))

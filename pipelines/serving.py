@@ -58,7 +58,7 @@ def load_served_pipeline(name: str) -> Pipeline:
         return pipeline
 
 
-#: Folder for uploaded files; default: ``uploads`` beside the local Qdrant folder (``.adaptive/uploads``).
+#: Folder for uploaded files; default: ``uploads`` beside the local Qdrant folder.
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
 #: Largest accepted upload, in bytes (``$ADAPTIVE_MAX_UPLOAD_MB``, default 50 MB).
 MAX_UPLOAD_BYTES = int(float(os.environ.get("ADAPTIVE_MAX_UPLOAD_MB", "50")) * 1024 * 1024)
@@ -174,14 +174,17 @@ class IndexResponse(BaseModel):
 def uploads_dir(store: Any) -> Path:
     """Where uploads are kept (re-uploading a file of the same name replaces its chunks, as the source is the same).
 
-    ``$ADAPTIVE_UPLOAD_DIR``, else ``uploads`` beside a local Qdrant folder, else ``.adaptive/uploads``.
+    ``$ADAPTIVE_UPLOAD_DIR``, else ``uploads`` beside a local Qdrant folder (its path, or the folder it resolves
+    from ``$ADAPTIVE_QDRANT_PATH``), else ``uploads`` in the per-user data folder.
     """
+    from adaptive_retrieval.components.stores.locations import data_dir
+
     if configured := os.environ.get(UPLOAD_DIR_ENV):
         return Path(configured).expanduser().resolve()
-    path = getattr(store, "path", None)
-    if path:
-        return (Path(path).expanduser().resolve().parent / "uploads").resolve()
-    return Path(".adaptive/uploads").resolve()
+    folder = getattr(store, "folder", None) or getattr(store, "path", None)
+    if folder:
+        return (Path(folder).expanduser().resolve().parent / "uploads").resolve()
+    return (data_dir() / "uploads").resolve()
 
 
 def safe_filename(filename: str | None) -> str:

@@ -4,30 +4,28 @@ process for a local folder (the default), qdrant-haystack's ``QdrantDocumentStor
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from haystack.utils import Secret
 
-from adaptive_retrieval.components.stores.edge_document_store import (
-    DEFAULT_PATH,
-    DEFAULT_PAYLOAD_INDEXES,
-    EdgeDocumentStore,
-)
-from adaptive_retrieval.components.stores.edge_document_store import PATH_ENV as QDRANT_PATH_ENV
+from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
 from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.locations import (
+    GRAPH_FILE,
+    GRAPH_PATH_ENV,
+    QDRANT_PATH_ENV,
+    graph_file,
+    qdrant_folder,
+)
 from adaptive_retrieval.components.stores.neo4j_graph_store import Neo4jGraphStore
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
 QDRANT_URL_ENV = "QDRANT_URL"
-#: The embedded graph store is a SQLite file next to the Qdrant folder (``.adaptive/graph.sqlite``).
-GRAPH_FILE = "graph.sqlite"
-GRAPH_PATH_ENV = "ADAPTIVE_GRAPH_PATH"
 NEO4J_URI_ENV = "NEO4J_URI"
 NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
-__all__ = ["DEFAULT_PATH", "QDRANT_PATH_ENV", "make_graph_store", "make_store"]
+__all__ = ["GRAPH_FILE", "GRAPH_PATH_ENV", "QDRANT_PATH_ENV", "make_graph_store", "make_store", "qdrant_folder"]
 
 
 def make_store(
@@ -40,9 +38,11 @@ def make_store(
     """The document store: a Qdrant server at ``url`` (or ``$QDRANT_URL``) through qdrant-haystack's
     ``QdrantDocumentStore`` (extra keyword arguments such as ``shard_number``, ``replication_factor``, ``on_disk``
     pass through to it), else an embedded :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
-    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``.adaptive/qdrant``)."""
+    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``); ``create=False``
+    (the query side) makes a missing embedded index an error instead of an empty store."""
     url = url or os.environ.get(QDRANT_URL_ENV) or None
     if url:
+        extra.pop("create", None)  # a server creates collections itself
         from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
         return QdrantDocumentStore(
@@ -62,9 +62,8 @@ def make_store(
 
 
 def default_graph_path(qdrant_path: str | None = None) -> str:
-    """The embedded graph file beside the Qdrant folder: ``.adaptive/qdrant`` → ``.adaptive/graph.sqlite``."""
-    base = qdrant_path or os.environ.get(QDRANT_PATH_ENV) or DEFAULT_PATH
-    return str(Path(base).parent / GRAPH_FILE)
+    """The embedded graph file beside the Qdrant folder: ``/data/idx/qdrant`` → ``/data/idx/graph.sqlite``."""
+    return str(qdrant_folder(qdrant_path).parent / GRAPH_FILE)
 
 
 def make_graph_store(
@@ -72,9 +71,13 @@ def make_graph_store(
 ) -> GraphStore:
     """The graph store: Neo4j at ``url`` (or, when neither ``url`` nor ``path`` is given, ``$NEO4J_URI``;
     credentials from ``$NEO4J_USERNAME`` / ``$NEO4J_PASSWORD`` as Secrets), else SQLite at ``path``
-    (``$ADAPTIVE_GRAPH_PATH``, or next to the Qdrant folder ``qdrant_path``)."""
+    (``$ADAPTIVE_GRAPH_PATH``, or next to the Qdrant folder ``qdrant_path``; with neither, ``path`` stays ``None``
+    and the store resolves it when it opens). ``create=False`` (the query side) makes a missing file an error."""
     if url is None and path is None:
         url = os.environ.get(NEO4J_URI_ENV) or None
     if url:
+        extra.pop("create", None)  # a server creates its database itself
         return Neo4jGraphStore(url=url, database=os.environ.get(NEO4J_DATABASE_ENV) or "neo4j", **extra)
-    return SQLiteGraphStore(path=path or os.environ.get(GRAPH_PATH_ENV) or default_graph_path(qdrant_path), **extra)
+    if path is None and qdrant_path and not os.environ.get(GRAPH_PATH_ENV):
+        path = str(graph_file(None, qdrant_path))
+    return SQLiteGraphStore(path=path, **extra)

@@ -11,17 +11,39 @@ from haystack.marshal import YamlMarshaller
 
 import yaml
 from adaptive_retrieval.pipelines.store_config import (
-    GRAPH_PATH_ENV,
     NEO4J_URI_ENV,
-    QDRANT_PATH_ENV,
     QDRANT_URL_ENV,
     default_graph_path,
     make_graph_store,
     make_store,
 )
 
-#: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed).
+#: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed). Plain Haystack:
+#: ``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)``; a server (``hayhooks run``) that loads the YAML
+#: itself: ``HAYSTACK_DESERIALIZATION_ALLOWLIST="adaptive_retrieval.*"`` in its environment.
 ALLOWED_MODULES = ["adaptive_retrieval"]
+#: What ``hayhooks pipeline deploy-yaml`` exposes: the declared ``inputs``/``outputs`` of each pipeline YAML
+#: (flat request field -> ``component.socket``). :func:`dumps_pipeline` writes the first entry whose sockets the
+#: pipeline has, so the declaration follows the pipeline rather than its file name.
+HAYHOOKS_IO: list[dict[str, dict[str, str]]] = [
+    {  # the query pipelines: the query enters at the retry loop, the gate's list is the answer
+        "inputs": {"query": "loop.query"},
+        "outputs": {
+            "documents": "gate.documents",
+            "decision": "gate.decision",
+            "quality": "gate.quality",
+            "intent": "router.intent",
+            "confidence": "router.confidence",
+        },
+    },
+    {  # the indexing pipeline: file paths on the server
+        "inputs": {"sources": "file_router.sources"},
+        "outputs": {
+            "documents_written": "writer.documents_written",
+            "chunks_written": "graph_writer.chunks_written",
+        },
+    },
+]
 _CHECKOUT_YAML = Path(__file__).resolve().parents[1] / "yaml"
 #: ``yaml/`` of a checkout (or an editable install); an installed wheel carries the same files as ``pipelines/yaml``.
 YAML_DIR = _CHECKOUT_YAML if _CHECKOUT_YAML.is_dir() else Path(__file__).resolve().parent / "yaml"
@@ -65,7 +87,9 @@ def _override_graph_stores(node: Any, overrides: dict[str, Any]) -> None:
         if isinstance(store, dict) and "init_parameters" in store:
             if overrides.get("graph_url") or overrides.get("graph_path"):
                 url, path = overrides.get("graph_url"), overrides.get("graph_path")
-                node["graph_store"] = make_graph_store(url=url, path=None if url else path).to_dict()
+                # A query-side store (create: false) stays one when it moves to another file.
+                kept = {"create": store["init_parameters"]["create"]} if "create" in store["init_parameters"] else {}
+                node["graph_store"] = make_graph_store(url=url, path=None if url else path, **kept).to_dict()
             elif overrides.get("path") and str(store.get("type", "")).endswith("SQLiteGraphStore"):
                 store["init_parameters"]["path"] = default_graph_path(overrides["path"])
         for value in node.values():
@@ -77,7 +101,6 @@ def _override_graph_stores(node: Any, overrides: dict[str, Any]) -> None:
 
 #: Overrides for every model component (embedders, router, rankers) rather than for a store.
 RUNTIME_OVERRIDES = ("device", "precision")
-DEVICE_ENV, PRECISION_ENV = "ADAPTIVE_DEVICE", "ADAPTIVE_PRECISION"
 QDRANT_SHARDS_ENV, QDRANT_REPLICATION_ENV = "ADAPTIVE_QDRANT_SHARDS", "ADAPTIVE_QDRANT_REPLICATION"
 
 
@@ -158,10 +181,11 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
 
 
 def env_store_overrides() -> dict[str, Any]:
-    """Overrides from the environment: ``$QDRANT_URL`` (a server; ``$ADAPTIVE_QDRANT_SHARDS`` and
-    ``$ADAPTIVE_QDRANT_REPLICATION`` for a cluster) or ``$ADAPTIVE_QDRANT_PATH`` (a folder); for the graph
-    ``$NEO4J_URI`` or ``$ADAPTIVE_GRAPH_PATH`` (else the graph file follows the Qdrant folder); for the models
-    ``$ADAPTIVE_DEVICE`` and ``$ADAPTIVE_PRECISION``."""
+    """The environment settings that change a store's *class*, which a component cannot do for itself:
+    ``$QDRANT_URL`` (qdrant-haystack's ``QdrantDocumentStore`` instead of the embedded store;
+    ``$ADAPTIVE_QDRANT_SHARDS`` and ``$ADAPTIVE_QDRANT_REPLICATION`` for a cluster) and ``$NEO4J_URI`` (the Neo4j
+    graph store). Folders, device and precision are not here: the components read ``$ADAPTIVE_QDRANT_PATH``,
+    ``$ADAPTIVE_GRAPH_PATH``, ``$ADAPTIVE_DEVICE`` and ``$ADAPTIVE_PRECISION`` themselves (README, "Configuration")."""
     overrides: dict[str, Any] = {}
     if url := os.environ.get(QDRANT_URL_ENV):
         overrides["url"] = url
@@ -170,31 +194,36 @@ def env_store_overrides() -> dict[str, Any]:
             overrides["shard_number"] = int(shards)
         if replicas := os.environ.get(QDRANT_REPLICATION_ENV):
             overrides["replication_factor"] = int(replicas)
-    elif path := os.environ.get(QDRANT_PATH_ENV):
-        overrides["path"] = path
     if graph_url := os.environ.get(NEO4J_URI_ENV):
         overrides["graph_url"] = graph_url
-    elif graph_path := os.environ.get(GRAPH_PATH_ENV):
-        overrides["graph_path"] = graph_path
-    for key, env in (("device", DEVICE_ENV), ("precision", PRECISION_ENV)):
-        if value := os.environ.get(env):
-            overrides[key] = value
     return overrides
 
 
 def load_pipeline(name_or_path: str | Path, **store_overrides: Any) -> Pipeline:
     """Load ``yaml/<name>.yaml`` (``"query"`` or ``"indexing"``) or any pipeline YAML file.
 
-    Without explicit ``store_overrides`` the store follows ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH`` when set
-    (the Hayhooks wrappers and the CLI rely on this), else the YAML's own ``.adaptive/qdrant``.
+    A convenience over plain ``Pipeline.loads(text, allowed_modules=["adaptive_retrieval"])``, which works as well
+    (the components read ``$ADAPTIVE_QDRANT_PATH`` & co. themselves): this one adds keyword overrides, and without
+    them switches the stores to a server when ``$QDRANT_URL`` / ``$NEO4J_URI`` are set (a different store class,
+    which a component cannot choose for itself).
 
     Usage::
 
-        pipeline = load_pipeline("query")                        # local Qdrant at .adaptive/qdrant
+        pipeline = load_pipeline("query")                        # $ADAPTIVE_QDRANT_PATH, else the per-user folder
+        pipeline = load_pipeline("query", path="/data/qdrant")
         pipeline = load_pipeline("query", url="http://qdrant:6333")
     """
     overrides = store_overrides or env_store_overrides()
     return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"), **overrides)
+
+
+def _plain(node: Any) -> Any:
+    """``node`` with tuples as lists: a ``!!python/tuple`` tag is not plain data (``yaml.safe_load`` refuses it)."""
+    if isinstance(node, dict):
+        return {k: _plain(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_plain(v) for v in node]
+    return node
 
 
 def _unshared(node: Any) -> Any:
@@ -208,15 +237,32 @@ def _unshared(node: Any) -> Any:
     return node
 
 
+def declared_io(pipeline: Pipeline) -> dict[str, dict[str, str]]:
+    """The Hayhooks ``inputs``/``outputs`` for ``pipeline``: the first of :data:`HAYHOOKS_IO` whose sockets it has
+    (``{}`` when none fits: such a YAML still loads in Haystack, only ``deploy-yaml`` needs the declaration)."""
+    inputs, outputs = pipeline.inputs(), pipeline.outputs()
+
+    def has(sockets: dict[str, dict[str, Any]], path: str) -> bool:
+        component, socket = path.split(".", 1)
+        return socket in sockets.get(component, {})
+
+    for io in HAYHOOKS_IO:
+        if all(has(inputs, p) for p in io["inputs"].values()) and all(has(outputs, p) for p in io["outputs"].values()):
+            return io
+    return {}
+
+
 def dumps_pipeline(pipeline: Pipeline) -> str:
-    """YAML text of ``pipeline`` with connections in a canonical order.
+    """YAML text of ``pipeline`` with connections in a canonical order and the Hayhooks ``inputs``/``outputs``
+    (:func:`declared_io`); plain data only (``yaml.safe_load`` reads it).
 
     Haystack emits connections in its graph's internal order, which changes after a load; sorting them makes
     ``dumps_pipeline(loads_pipeline(text)) == text`` hold for any text this function wrote.
     """
-    data = _unshared(pipeline.to_dict())
+    data = _plain(_unshared(pipeline.to_dict()))
     data["connections"] = sorted(data["connections"], key=lambda c: (c["sender"], c["receiver"]))
-    return YamlMarshaller().marshal(data)
+    data.update(declared_io(pipeline))
+    return yaml.safe_dump(data, sort_keys=True, allow_unicode=True)
 
 
 def dump_pipeline(pipeline: Pipeline, path: str | Path) -> Path:

@@ -9,6 +9,7 @@ import argparse
 import logging
 from pathlib import Path
 
+import yaml
 from adaptive_retrieval.components.routing.profiles import PPR_SHARES, default_profiles, with_channel_share
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
@@ -27,17 +28,23 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("build_yaml")
-    store = make_store(path=".adaptive/qdrant")  # never opened: building a pipeline does not touch the store
+    # The stores keep no folder (path: null): they read $ADAPTIVE_QDRANT_PATH / $ADAPTIVE_GRAPH_PATH when they open,
+    # so the YAML is the same on every machine. The query side opens with create: false (a missing index is an
+    # error). Never opened here: building a pipeline does not touch the stores.
+    store, reader = make_store(), make_store(create=False)
     for name, pipeline in (
         ("indexing", build_indexing_pipeline(store)),
-        ("query", build_query_pipeline(store)),
+        ("query", build_query_pipeline(reader)),
         # The opt-in pipeline with the personalised-PageRank channel (issue 18).
-        ("query_ppr", build_query_pipeline(store, graph_ppr=True, profiles=ppr_profiles())),
+        ("query_ppr", build_query_pipeline(reader, graph_ppr=True, profiles=ppr_profiles())),
     ):
         path = dump_pipeline(pipeline, Path(args.out) / f"{name}.yaml")
         text = path.read_text(encoding="utf-8")
         if dumps_pipeline(loads_pipeline(text)) != text:
             msg = f"{path}: YAML round trip is not stable"
+            raise SystemExit(msg)
+        if "!!" in text or not isinstance(yaml.safe_load(text), dict):
+            msg = f"{path}: the YAML is not plain data (a plain YAML reader would refuse it)"
             raise SystemExit(msg)
         log.info("wrote %s (round trip stable)", path)
 

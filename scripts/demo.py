@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import textwrap
 import time
 from pathlib import Path
@@ -76,7 +77,9 @@ def main() -> None:
         write_pydoc_topics(corpus)
         paths = [str(corpus)]
         print(f"Corpus: the Python language reference topics from CPython's pydoc_data, in {corpus}")
-    overrides = {"path": args.store} if args.store else {}
+    # The demo keeps its index beside its corpus, in the repository's .adaptive/ (the library's default is the
+    # per-user data folder); --store or $ADAPTIVE_QDRANT_PATH move it.
+    overrides = {"path": args.store or os.environ.get("ADAPTIVE_QDRANT_PATH") or ".adaptive/qdrant"}
 
     start = time.perf_counter()
     indexing = load_pipeline("indexing", **overrides)

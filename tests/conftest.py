@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+# A store given no folder and no $ADAPTIVE_QDRANT_PATH lives in the per-user data folder: point it at a throw-away
+# folder so that no test (nor a server or CLI it starts) writes to the home directory of whoever runs the suite.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="adaptive-test-data-")
 
 from adaptive_retrieval.components.models.export import export_model
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, default_models_dir

@@ -78,8 +78,9 @@ def test_errors_are_clear_and_without_traceback(
     assert main(["query", "--store", store_path, "   "]) == 1
     assert "query is empty" in capsys.readouterr().err
 
-    assert main(["calibrate", "--store", store_path]) == 1
-    assert "index is empty" in capsys.readouterr().err
+    assert main(["calibrate", "--store", store_path]) == 1  # nothing was indexed: the query side creates no index
+    err = capsys.readouterr().err
+    assert "No index" in err and f"adaptive-retrieval index --store {store_path}" in err
 
     for argv in (
         ["query", "--top-k", "0", "x"],

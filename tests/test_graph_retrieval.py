@@ -246,7 +246,9 @@ def test_pipelines_wire_the_graph_and_load_it_beside_the_qdrant_folder(tmp_path:
     for loaded in (first, second):
         for name in ("graph_local", "graph_global"):
             assert loaded.get_component(name).graph_store.path == expected
-    # Both loads (and both components of each) share one SQLite connection.
+    # Both loads (and both components of each) share one SQLite connection; the query side opens the graph the
+    # indexing side created (it never creates one).
+    SQLiteGraphStore(path=expected).chunk_count()
     stores = [p.get_component(n).graph_store for p in (first, second) for n in ("graph_local", "graph_global")]
     assert len({id(s._conn()) for s in stores}) == 1
     explicit = loads_pipeline(text, graph_path=str(tmp_path / "g.sqlite"))

@@ -5,8 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from haystack import Pipeline
 
-from adaptive_retrieval.pipelines.yaml_io import YAML_DIR, env_store_overrides, load_pipeline, loads_pipeline
+import yaml
+from adaptive_retrieval.components.stores.edge_document_store import IndexNotFoundError
+from adaptive_retrieval.components.stores.sqlite_graph_store import GraphNotFoundError
+from adaptive_retrieval.pipelines.yaml_io import (
+    ALLOWED_MODULES,
+    YAML_DIR,
+    env_store_overrides,
+    load_pipeline,
+    loads_pipeline,
+)
 
 
 def _stores(pipeline) -> list:
@@ -30,9 +40,10 @@ def test_environment_switches_store_cluster_and_models(monkeypatch: pytest.Monke
     stores = _stores(pipeline)
     assert stores and all(s.url == "http://qdrant-cluster:6333" and s.path is None for s in stores)
     assert all(s.shard_number == 6 and s.replication_factor == 2 for s in stores)
-    assert pipeline.get_component("query_embedder").device == "cuda"
-    assert pipeline.get_component("query_embedder").precision == "fp16"
-    assert pipeline.get_component("router").precision == "fp16"
+    # Device and precision are the components' own business: they stay unset in the pipeline (and its YAML) and are
+    # read from $ADAPTIVE_DEVICE / $ADAPTIVE_PRECISION at warm-up (next tests).
+    assert pipeline.get_component("query_embedder").device is None
+    assert pipeline.get_component("router").precision is None
     # The API key is resolved from the environment at connection time and serialised only as a reference.
     dumped = pipeline.dumps()
     assert "s3cret" not in dumped and "QDRANT_API_KEY" in dumped
@@ -62,3 +73,54 @@ def test_a_folder_override_keeps_the_stores_other_yaml_settings(tmp_path: Path) 
     assert (store.path, store.optimize_threshold) == (str(tmp_path / "q"), 123)
     server = loads_pipeline(text, url="http://127.0.0.1:9").get_component("dense").document_store
     assert type(server).__name__ == "QdrantDocumentStore"  # another kind of store: replaced
+
+
+def test_models_read_device_and_precision_from_the_environment_at_warm_up(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (YAML_DIR / "query.yaml").read_text(encoding="utf-8")
+    assert "device: null" in text and "precision: null" in text
+    monkeypatch.delenv("ADAPTIVE_DEVICE", raising=False)
+    monkeypatch.setenv("ADAPTIVE_PRECISION", "fp8")
+    pipeline = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)  # plain Haystack, no override
+    with pytest.raises(ValueError, match="needs a GPU"):
+        pipeline.get_component("query_embedder").warm_up()
+    monkeypatch.setenv("ADAPTIVE_PRECISION", "fp32")
+    embedder = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES).get_component("query_embedder")
+    assert embedder.run("a question")["meta"]["precision"] == "fp32"
+    assert "precision: null" in Pipeline.loads(text, allowed_modules=ALLOWED_MODULES).dumps()  # round trip as given
+
+
+def test_yaml_stores_resolve_their_folder_when_they_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADAPTIVE_QDRANT_PATH", str(tmp_path / "idx" / "qdrant"))
+    monkeypatch.delenv("ADAPTIVE_GRAPH_PATH", raising=False)
+    text = (YAML_DIR / "query.yaml").read_text(encoding="utf-8")
+    pipeline = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+    store = pipeline.get_component("dense").document_store
+    graph = pipeline.get_component("graph_local").graph_store
+    assert (store.path, graph.path) == (None, None)  # serialised as given
+    assert store.folder == tmp_path / "idx" / "qdrant"
+    # The query side never creates an index: a missing one is an error naming the folder and the fix.
+    with pytest.raises(IndexNotFoundError, match=r"ADAPTIVE_QDRANT_PATH.*adaptive-retrieval index --store"):
+        store.count_documents()
+    with pytest.raises(GraphNotFoundError, match="graph.sqlite"):
+        graph.chunk_count()
+    assert not (tmp_path / "idx").exists()
+    monkeypatch.delenv("ADAPTIVE_QDRANT_PATH")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert store.folder == tmp_path / "xdg" / "adaptive-retrieval" / "qdrant"  # the default is never the cwd
+
+
+def test_every_shipped_yaml_is_plain_data_with_hayhooks_io() -> None:
+    paths = sorted(YAML_DIR.glob("*.yaml"))
+    assert {p.name for p in paths} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)  # a plain YAML reader: no !!python/... tags
+        assert "!!" not in text and data["inputs"] and data["outputs"], path.name
+        pipeline = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+        inputs, outputs = pipeline.inputs(), pipeline.outputs()
+        for declared, sockets in ((data["inputs"], inputs), (data["outputs"], outputs)):
+            for target in declared.values():  # what Hayhooks maps each request field / response field to
+                component, socket = target.split(".", 1)
+                assert socket in sockets.get(component, {}), (path.name, target)

@@ -40,8 +40,9 @@ class CommunityDetector:
 
     :param graph_store: the graph to read relations from and write communities to.
     :param model: embedding model (name in the models folder, or a folder) for the summaries.
-    :param precision: ``int8`` (CPU default) or ``fp32``; GPU precisions with ``device="cuda"``.
-    :param device: ``cpu`` or ``cuda``.
+    :param precision: ``int8`` (CPU default) or ``fp32``; GPU precisions with ``device="cuda"``;
+        ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+    :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
     :param resolutions: one Leiden resolution per level (higher: smaller communities); level ``i`` uses
         ``resolutions[i]``.
     :param change_threshold: recompute automatically once the chunks changed since the last computation reach
@@ -60,8 +61,8 @@ class CommunityDetector:
         self,
         graph_store: GraphStore,
         model: str = DEFAULT_MODEL,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         resolutions: list[float] | None = None,
         change_threshold: float = 0.2,
         min_changes: int = 1,

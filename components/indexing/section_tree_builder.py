@@ -180,8 +180,8 @@ class SectionTreeBuilder:
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         meta_fields_to_embed: list[str] | None = None,
         max_section_chunks: int = 8,
         summary_sentences: int = 4,
@@ -197,8 +197,9 @@ class SectionTreeBuilder:
         """
         :param model: embedding model (name in the models folder, or a folder): the one the chunks were embedded
             with, so summaries and chunks share a vector space.
-        :param precision: ``int8``/``fp32`` (CPU or CUDA), ``fp16``/``bf16``/``fp8`` (CUDA), as the embedder.
-        :param device: ``cpu`` or ``cuda``.
+        :param precision: ``int8``/``fp32`` (CPU or CUDA), ``fp16``/``bf16``/``fp8`` (CUDA), as the embedder;
+            ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+        :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
         :param meta_fields_to_embed: meta fields embedded with a summary (default ``["title", "section_path"]``,
             as the pipeline's dense embedder does for chunks).
         :param max_section_chunks: longer sections are cut into segments of at most this many chunks (>= 2).

@@ -26,8 +26,8 @@ class OnnxDocumentEmbedder:
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         prefix: str = "",
         batch_size: int = 32,
         progress_bar: bool = True,
@@ -36,8 +36,9 @@ class OnnxDocumentEmbedder:
     ) -> None:
         """
         :param model: model folder, or a name inside the models folder.
-        :param precision: ``int8`` or ``fp32`` on CPU.
-        :param device: ``cpu`` or ``cuda``.
+        :param precision: ``int8`` or ``fp32`` on CPU;
+            ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+        :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
         :param prefix: text prepended to every passage.
         :param batch_size: passages per ONNX Runtime call.
         :param progress_bar: show a tqdm bar.
@@ -82,5 +83,5 @@ class OnnxDocumentEmbedder:
         out = [replace(doc, embedding=vec.tolist()) for doc, vec in zip(documents, vectors, strict=True)]
         return {
             "documents": out,
-            "meta": {"model": str(self._encoder.model_dir), "precision": self.precision},
+            "meta": {"model": str(self._encoder.model_dir), "precision": self._encoder.precision},
         }

@@ -2,7 +2,8 @@
 
 Back ends implement :meth:`TokenEncoder.token_embeddings`: ONNX Runtime on CPU/GPU
 (:mod:`adaptive_retrieval.components.models.onnx_encoder`) or PyTorch on CUDA for fp16/bf16/fp8
-(:mod:`adaptive_retrieval.components.models.torch_encoder`). Use :func:`get_encoder` to obtain the process-wide instance.
+(:mod:`adaptive_retrieval.components.models.torch_encoder`). Use :func:`get_encoder` to obtain the process-wide
+instance.
 """
 
 from __future__ import annotations
@@ -92,8 +93,9 @@ class TokenEncoder:
         return bool(self.tokenizer.encode(text).overflowing)
 
 
-def get_encoder(model: str, precision: str = "int8", device: str = "cpu") -> TokenEncoder:
-    """The process-wide encoder for ``(model, precision, device)``, loaded on first use.
+def get_encoder(model: str, precision: str | None = None, device: str | None = None) -> TokenEncoder:
+    """The process-wide encoder for ``(model, precision, device)``, loaded on first use (``None``: from
+    ``$ADAPTIVE_PRECISION`` / ``$ADAPTIVE_DEVICE``, else ``int8`` on ``cpu``; see :mod:`.runtime`).
 
     ``fp32``/``int8`` run the exported ONNX files through ONNX Runtime (CPU, or CUDA with onnxruntime-gpu);
     ``fp16``/``bf16``/``fp8`` run the PyTorch weights on a CUDA GPU (fp8 through torchao on Hopper/Ada).
@@ -101,7 +103,9 @@ def get_encoder(model: str, precision: str = "int8", device: str = "cpu") -> Tok
     :raises ValueError: for an unknown precision or device, or a GPU precision on CPU.
     """
     from adaptive_retrieval.components.models.paths import resolve_model_dir
+    from adaptive_retrieval.components.models.runtime import resolve_device, resolve_precision
 
+    precision, device = resolve_precision(precision), resolve_device(device)
     if precision not in ONNX_PRECISIONS + TORCH_PRECISIONS:
         msg = f"Unknown precision '{precision}'. Choose fp32 or int8 (CPU/GPU), or fp16, bf16, fp8 (GPU)."
         raise ValueError(msg)

@@ -1,7 +1,8 @@
 """ONNX Runtime back end of the text encoders: runs an exported model, no torch or transformers import.
 
 Query-time processes stay small and start fast. Obtain instances through :func:`OnnxEncoder.get` (or
-:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one session.
+:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one
+session.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class OnnxEncoder(TokenEncoder):
         logger.info("Loaded %s (%s, %s, dim=%d)", path, precision, device, self.dimension)
 
     @classmethod
-    def get(cls, model: str, precision: str = "int8", device: str = "cpu") -> TokenEncoder:
+    def get(cls, model: str, precision: str | None = None, device: str | None = None) -> TokenEncoder:
         """The process-wide encoder for ``(model, precision, device)`` (see :func:`get_encoder`)."""
         return get_encoder(model, precision, device)
 

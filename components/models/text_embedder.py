@@ -31,15 +31,16 @@ class OnnxTextEmbedder:
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         prefix: str = "",
         max_chars: int = 20_000,
     ) -> None:
         """
         :param model: model folder, or a name inside the models folder (``$ADAPTIVE_MODELS_DIR`` or ``models/``).
-        :param precision: ``int8`` (default on CPU) or ``fp32``; ``fp16``/``fp8`` need a GPU.
-        :param device: ``cpu`` or ``cuda``.
+        :param precision: ``int8`` (default on CPU) or ``fp32``; ``fp16``/``fp8`` need a GPU;
+            ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+        :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
         :param prefix: text prepended to the query (for models trained with instructions, e.g. ``query: ``).
         :param max_chars: queries longer than this are rejected; the model reads at most its window anyway.
         """
@@ -87,7 +88,7 @@ class OnnxTextEmbedder:
             "vector": query_vector(vector),
             "meta": {
                 "model": str(self._encoder.model_dir),
-                "precision": self.precision,
+                "precision": self._encoder.precision,
                 "truncated": truncated,
             },
         }

@@ -27,6 +27,7 @@ from haystack import Document, component
 
 from adaptive_retrieval.components.models.onnx_encoder import _providers
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
+from adaptive_retrieval.components.models.runtime import resolve_device, resolve_precision
 from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches
 
 logger = logging.getLogger(__name__)
@@ -69,8 +70,9 @@ class CrossEncoderRanker(RerankerBase):
     """Reranks documents with a cross-encoder ONNX model; pass-through when the router sets ``rerank=False``.
 
     :param model: model folder, or a name inside the models folder.
-    :param precision: ``int8`` (``model_int8.onnx``) or ``fp32`` (``model.onnx``).
-    :param device: ``cpu`` or ``cuda`` (needs onnxruntime-gpu).
+    :param precision: ``int8`` (``model_int8.onnx``) or ``fp32`` (``model.onnx``);
+        ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+    :param device: ``cpu`` or ``cuda`` (needs onnxruntime-gpu); ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
     :param top_k: documents returned (the router's ``top_k`` overrides it per query; ``None`` keeps all).
     :param batch_size: query–document pairs per model call.
     :param max_length: tokens per pair (capped by the model's position table); longer pairs are truncated.
@@ -83,8 +85,8 @@ class CrossEncoderRanker(RerankerBase):
     def __init__(
         self,
         model: str,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         top_k: int | None = None,
         batch_size: int = 16,
         max_length: int = 512,
@@ -94,7 +96,7 @@ class CrossEncoderRanker(RerankerBase):
         RerankerBase.__init__(
             self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
         )
-        if precision not in ("fp32", "int8"):
+        if precision is not None and precision not in ("fp32", "int8"):
             msg = f"Unknown precision '{precision}' for a cross-encoder; choose 'fp32' or 'int8'."
             raise ValueError(msg)
         if max_length < 8:
@@ -130,7 +132,8 @@ class CrossEncoderRanker(RerankerBase):
         from tokenizers import Tokenizer
 
         model_dir = resolve_model_dir(self.model)
-        path = model_file(model_dir, self.precision)
+        precision, device = resolve_precision(self.precision), resolve_device(self.device)
+        path = model_file(model_dir, precision)
         tokenizer_path = model_dir / "tokenizer.json"
         if not tokenizer_path.exists():
             msg = f"'{model_dir}' has no tokenizer.json; save the tokenizer with the model (a fast tokenizer)."
@@ -145,7 +148,7 @@ class CrossEncoderRanker(RerankerBase):
         if threads:
             options.intra_op_num_threads = threads
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(self.device))
+        session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
         labels = session.get_outputs()[0].shape[-1]
         if isinstance(labels, int) and labels > 2:
             msg = f"'{path}' outputs {labels} labels; a cross-encoder reranker needs 1 (relevance) or 2 (no/yes)."
@@ -153,7 +156,7 @@ class CrossEncoderRanker(RerankerBase):
         self._input_names = {i.name for i in session.get_inputs()}
         self._tokenizer = tokenizer
         self._session = session
-        logger.info("Loaded cross-encoder %s (%s, %s)", path, self.precision, self.device)
+        logger.info("Loaded cross-encoder %s (%s, %s)", path, precision, device)
 
     def _logits(self, query: str, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch([(query, t) for t in texts])

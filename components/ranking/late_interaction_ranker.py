@@ -46,8 +46,9 @@ class LateInteractionRanker(RerankerBase):
     no term to match. The router's ``rerank`` flag switches the component to pass-through per query.
 
     :param model: ONNX model folder or name (default: the shipped all-MiniLM-L6-v2).
-    :param precision: ``int8`` or ``fp32`` on CPU/GPU (``fp16``/``bf16``/``fp8`` on a GPU).
-    :param device: ``cpu`` or ``cuda``.
+    :param precision: ``int8`` or ``fp32`` on CPU/GPU (``fp16``/``bf16``/``fp8`` on a GPU);
+        ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+    :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
     :param top_k: documents returned (the router's ``top_k`` overrides it per query; ``None`` keeps all).
     :param batch_size: documents encoded per model call.
     :param meta_fields_to_embed: meta fields prepended to the content before encoding (e.g. ``title``).
@@ -60,8 +61,8 @@ class LateInteractionRanker(RerankerBase):
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         top_k: int | None = None,
         batch_size: int = 16,
         meta_fields_to_embed: list[str] | None = None,

@@ -65,8 +65,8 @@ class IntentRouter:
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
-        precision: str = "int8",
-        device: str = "cpu",
+        precision: str | None = None,
+        device: str | None = None,
         profiles: dict[str, dict[str, Any]] | None = None,
         exemplars: dict[str, list[str]] | None = None,
         temperature: float = 0.05,
@@ -80,8 +80,8 @@ class IntentRouter:
     ) -> None:
         """
         :param model: ONNX model folder used to embed the exemplars (the same model must embed the query).
-        :param precision: ``int8`` or ``fp32``.
-        :param device: ``cpu`` or ``cuda``.
+        :param precision: ``int8`` or ``fp32``; ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+        :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
         :param profiles: strategy per intent (see :mod:`~adaptive_retrieval.components.routing.profiles`); defaults to
             the built-ins.
         :param exemplars: example queries per intent; defaults to the packaged set.

@@ -13,7 +13,7 @@ of this store, never the searches.
 
 Usage::
 
-    store = EdgeDocumentStore(path=".adaptive/qdrant", embedding_dim=384)
+    store = EdgeDocumentStore(path="/data/qdrant", embedding_dim=384)   # path=None: $ADAPTIVE_QDRANT_PATH
     store.write_documents(documents)
     store.optimize()                                   # after a bulk index: builds HNSW
     hits = store.search_dense(query_vector, top_k=10, filters={"field": "meta.level", "operator": "==", "value": 0})
@@ -43,12 +43,12 @@ from adaptive_retrieval.components.stores.edge_conversion import (
     point_to_document,
 )
 from adaptive_retrieval.components.stores.edge_filters import convert_filters
+from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, QDRANT_PATH_ENV, qdrant_folder
 
 logger = logging.getLogger(__name__)
 
 #: Environment variable naming the index folder when ``path`` is not given.
-PATH_ENV = "ADAPTIVE_QDRANT_PATH"
-DEFAULT_PATH = ".adaptive/qdrant"
+PATH_ENV = QDRANT_PATH_ENV
 #: Payload indexes for the fields the pipelines filter on (levels, sources, sections).
 DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.level": "integer",
@@ -81,6 +81,11 @@ class StoreFormatError(DocumentStoreError, ValueError):
     configuration error, so channels raise it instead of skipping themselves."""
 
 
+class IndexNotFoundError(DocumentStoreError, ValueError):
+    """A store opened for reading only (``create=False``, the query side) names a folder that holds no index: a
+    configuration error (wrong folder or variable, or nothing indexed yet), never an empty result."""
+
+
 class _OpenShard:
     """One open ``EdgeShard`` shared by every store instance on its folder, with the lock that orders writes."""
 
@@ -106,15 +111,16 @@ _OPEN_LOCK = threading.Lock()
 
 
 def resolve_path(path: str | None) -> str:
-    """The index folder: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else ``.adaptive/qdrant``."""
-    return path or os.environ.get(PATH_ENV) or DEFAULT_PATH
+    """The index folder: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else the per-user data folder's ``qdrant``
+    (``$XDG_DATA_HOME/adaptive-retrieval/qdrant``; never the working directory)."""
+    return str(qdrant_folder(path))
 
 
 class EdgeDocumentStore:
     """A Haystack document store on an embedded Qdrant Edge shard (see the module docstring).
 
-    :param path: index folder; ``None`` reads ``$ADAPTIVE_QDRANT_PATH`` when the store opens (default
-        ``.adaptive/qdrant``). The shard lives in ``<path>/<index>``.
+    :param path: index folder; ``None`` (what the shipped YAML holds) reads ``$ADAPTIVE_QDRANT_PATH`` when the store
+        first opens, else ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``. The shard lives in ``<path>/<index>``.
     :param index: collection name (a sub-folder of ``path``).
     :param embedding_dim: dimension of the dense vectors.
     :param similarity: ``cosine``, ``dot_product`` or ``l2``.
@@ -122,6 +128,8 @@ class EdgeDocumentStore:
     :param payload_fields_to_index: ``{field: schema}`` payload indexes (keyword, integer, float, bool, datetime,
         text); default: the fields the pipelines filter on.
     :param optimize_threshold: see :meth:`optimize`.
+    :param create: create the index when the folder holds none (the indexing side). ``False`` (the query side)
+        makes opening a missing index an :class:`IndexNotFoundError` naming the folder, instead of an empty store.
     """
 
     def __init__(
@@ -134,6 +142,7 @@ class EdgeDocumentStore:
         sparse_idf: bool = True,
         payload_fields_to_index: dict[str, str] | None = None,
         optimize_threshold: int = DEFAULT_OPTIMIZE_THRESHOLD,
+        create: bool = True,
     ) -> None:
         if similarity not in _DISTANCES:
             msg = f"similarity must be one of {sorted(_DISTANCES)}, got {similarity!r}"
@@ -153,13 +162,15 @@ class EdgeDocumentStore:
         self.sparse_idf = sparse_idf
         self.payload_fields_to_index = payload_fields_to_index
         self.optimize_threshold = optimize_threshold
+        self.create = create
         self._open: _OpenShard | None = None
         self._key: str | None = None
 
     # -- serialisation -------------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the init parameters (``path`` stays ``None`` when it was: resolved at open time)."""
+        """Serialise the init parameters as given (``path`` stays ``None`` when it was: resolved at open time, so
+        the YAML does not depend on the environment it was written in)."""
         return default_to_dict(
             self,
             path=self.path,
@@ -170,6 +181,7 @@ class EdgeDocumentStore:
             sparse_idf=self.sparse_idf,
             payload_fields_to_index=self.payload_fields_to_index,
             optimize_threshold=self.optimize_threshold,
+            create=self.create,
         )
 
     @classmethod
@@ -244,6 +256,19 @@ class EdgeDocumentStore:
             )
             raise StoreFormatError(msg)
         exists = folder.is_dir() and any(folder.iterdir())
+        if not exists and not self.create:
+            source = (
+                "the store's path"
+                if self.path
+                else f"${QDRANT_PATH_ENV}"
+                if os.environ.get(PATH_ENV)
+                else (f"the default, as ${QDRANT_PATH_ENV} is not set")
+            )
+            msg = (
+                f"No index '{self.index}' in the folder '{root}' ({source}). Set ${QDRANT_PATH_ENV} to the folder "
+                f"you indexed into, or index your files first: `{INDEX_COMMAND.replace('FOLDER', str(root))}`."
+            )
+            raise IndexNotFoundError(msg)
         try:
             if exists:
                 shard = qe.EdgeShard.load(str(folder), self._config())

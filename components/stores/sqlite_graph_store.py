@@ -11,7 +11,7 @@ serialises its use.
 
 Usage::
 
-    store = SQLiteGraphStore(path=".adaptive/graph.sqlite")
+    store = SQLiteGraphStore(path="/data/graph.sqlite")   # path=None: $ADAPTIVE_GRAPH_PATH, else beside the index
     store.replace_chunks(chunk_entities)          # incremental, per doc_id
     store.entity_chunks(["marie curie"], limit=20)
 """
@@ -38,6 +38,7 @@ from adaptive_retrieval.components.stores.graph_store import (
     GraphStoreBase,
     Subgraph,
 )
+from adaptive_retrieval.components.stores.locations import GRAPH_PATH_ENV, INDEX_COMMAND, QDRANT_PATH_ENV, graph_file
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +93,13 @@ _REGISTRY: dict[str, _SharedConnection] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def _storage_key(path: str) -> str:
-    return "memory:" if path == ":memory:" else str(Path(path).expanduser().resolve())
+def _storage_key(path: str | None) -> str:
+    return "memory:" if path == ":memory:" else str(graph_file(path).resolve())
+
+
+class GraphNotFoundError(ValueError):
+    """A graph store opened for reading only (``create=False``, the query side) names a file that does not exist:
+    a configuration error (wrong path or variable, or nothing indexed yet), never an empty graph."""
 
 
 def release_all_connections() -> None:
@@ -116,24 +122,30 @@ def _marks(n: int) -> str:
 class SQLiteGraphStore(GraphStoreBase):
     """The :class:`~adaptive_retrieval.components.stores.graph_store.GraphStore` in a SQLite file (or ``":memory:"``).
 
-    :param path: database file (its folder is created) or ``":memory:"`` (shared within the process).
+    :param path: database file (its folder is created) or ``":memory:"`` (shared within the process); ``None`` (what
+        the shipped YAML holds) reads ``$ADAPTIVE_GRAPH_PATH`` when the store first opens, else ``graph.sqlite``
+        beside the Qdrant folder (``$ADAPTIVE_QDRANT_PATH``, else ``$XDG_DATA_HOME/adaptive-retrieval``).
     :param max_pair_entities: co-occurrence pairs are formed among a chunk's heaviest entities only.
+    :param create: create the file when missing (the indexing side); ``False`` (the query side) makes a missing
+        file a :class:`GraphNotFoundError` naming it, instead of an empty graph.
     """
 
-    def __init__(self, path: str = ".adaptive/graph.sqlite", max_pair_entities: int = 20) -> None:
-        if not isinstance(path, str) or not path.strip():
-            msg = "SQLiteGraphStore needs a file path (or ':memory:')"
+    def __init__(self, path: str | None = None, max_pair_entities: int = 20, create: bool = True) -> None:
+        if path is not None and (not isinstance(path, str) or not path.strip()):
+            msg = "SQLiteGraphStore needs a file path, ':memory:', or None (the environment decides)"
             raise ValueError(msg)
         if max_pair_entities < 2:
             msg = "max_pair_entities must be >= 2"
             raise ValueError(msg)
         self.path = path
         self.max_pair_entities = max_pair_entities
+        self.create = create
         self._shared: _SharedConnection | None = None
+        self._key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the init parameters."""
-        return default_to_dict(self, path=self.path, max_pair_entities=self.max_pair_entities)
+        """Serialise the init parameters as given (``path`` stays ``None`` when it was: resolved at open time)."""
+        return default_to_dict(self, path=self.path, max_pair_entities=self.max_pair_entities, create=self.create)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SQLiteGraphStore:
@@ -149,6 +161,16 @@ class SQLiteGraphStore(GraphStoreBase):
         with _REGISTRY_LOCK:
             shared = _REGISTRY.get(key)
             if shared is None:
+                if key != "memory:" and not self.create and not Path(key).is_file():
+                    source = (
+                        "the store's path" if self.path else f"${GRAPH_PATH_ENV} / ${QDRANT_PATH_ENV} or the default"
+                    )
+                    msg = (
+                        f"No graph store at '{key}' ({source}). Set ${GRAPH_PATH_ENV} (or ${QDRANT_PATH_ENV}, whose "
+                        f"folder's parent holds graph.sqlite) to the index you built, or index your files first: "
+                        f"`{INDEX_COMMAND.replace('FOLDER', str(Path(key).parent / 'qdrant'))}`."
+                    )
+                    raise GraphNotFoundError(msg)
                 if key != "memory:":
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
                 # One connection used from several threads, always under shared.lock.
@@ -172,7 +194,7 @@ class SQLiteGraphStore(GraphStoreBase):
                 _REGISTRY[key] = shared
                 logger.info("Opened graph store %s", key)
             shared.refs += 1
-        self._shared = shared
+        self._shared, self._key = shared, key
         return shared
 
     def close(self) -> None:
@@ -183,8 +205,8 @@ class SQLiteGraphStore(GraphStoreBase):
             self._shared.refs -= 1
             if self._shared.refs <= 0:
                 self._shared.connection.close()
-                _REGISTRY.pop(_storage_key(self.path), None)
-        self._shared = None
+                _REGISTRY.pop(self._key or "", None)
+        self._shared = self._key = None
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         shared = self._conn()
@@ -505,5 +527,5 @@ class SQLiteGraphStore(GraphStoreBase):
         shared = self._conn()
         with shared.lock:
             shared.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        base = Path(_storage_key(self.path))
+        base = Path(self._key or _storage_key(self.path))
         return sum(p.stat().st_size for p in (base, Path(f"{base}-wal")) if p.exists())

@@ -23,7 +23,7 @@ from pathlib import Path
 from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
 
-from adaptive_retrieval.pipelines.indexing_pipeline import index_paths, store_of
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.serving import (
     IndexResponse,
@@ -48,6 +48,11 @@ class PipelineWrapper(BasePipelineWrapper):
         """Load ``yaml/indexing.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and the models."""
         self.pipeline = load_served_pipeline("indexing")
         self.store = store_of(self.pipeline)
+        # This server owns the index and accepts uploads: create it (and its graph) now, so that the query wrapper
+        # beside it, whose stores never create one, answers "nothing indexed yet" with an empty list.
+        self.store.count_documents()
+        if (graph := graph_store_of(self.pipeline)) is not None:
+            graph.chunk_count()
         self.uploads = uploads_dir(self.store)
         # Indexing is CPU-bound and replaces chunks per source: a bounded queue admits a few uploads and runs
         # one at a time (by default), so uploads never take every worker and queries go on in parallel.

@@ -1,0 +1,44 @@
+"""Where the embedded stores live when no path is given: environment variables, then a per-user data folder.
+
+The stores resolve these themselves when they first open (never at import or in YAML), so a pipeline loaded with
+plain ``Pipeline.loads`` follows ``$ADAPTIVE_QDRANT_PATH`` / ``$ADAPTIVE_GRAPH_PATH``, and nothing lands in the
+caller's working directory: the fallback is ``$XDG_DATA_HOME/adaptive-retrieval`` (``~/.local/share/...``).
+
+Usage::
+
+    qdrant_folder()                       # Path($ADAPTIVE_QDRANT_PATH) or ~/.local/share/adaptive-retrieval/qdrant
+    graph_file()                          # $ADAPTIVE_GRAPH_PATH, else graph.sqlite beside the Qdrant folder
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The embedded Qdrant Edge index folder.
+QDRANT_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
+#: The embedded graph store's SQLite file (default: ``graph.sqlite`` beside the Qdrant folder).
+GRAPH_PATH_ENV = "ADAPTIVE_GRAPH_PATH"
+GRAPH_FILE = "graph.sqlite"
+APP_NAME = "adaptive-retrieval"
+#: The command that creates an index, quoted in "index not found" errors.
+INDEX_COMMAND = "adaptive-retrieval index --store FOLDER FILES..."
+
+
+def data_dir() -> Path:
+    """The per-user data folder: ``$XDG_DATA_HOME/adaptive-retrieval``, else ``~/.local/share/adaptive-retrieval``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / APP_NAME
+
+
+def qdrant_folder(path: str | os.PathLike[str] | None = None) -> Path:
+    """The index folder: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else ``<data_dir>/qdrant``."""
+    return Path(path or os.environ.get(QDRANT_PATH_ENV) or data_dir() / "qdrant").expanduser()
+
+
+def graph_file(path: str | os.PathLike[str] | None = None, qdrant_path: str | os.PathLike[str] | None = None) -> Path:
+    """The graph file: ``path``, else ``$ADAPTIVE_GRAPH_PATH``, else ``graph.sqlite`` beside the Qdrant folder
+    (``qdrant_path`` resolved as :func:`qdrant_folder` does), so two indexes never share one graph."""
+    if path or os.environ.get(GRAPH_PATH_ENV):
+        return Path(path or os.environ[GRAPH_PATH_ENV]).expanduser()
+    return qdrant_folder(qdrant_path).parent / GRAPH_FILE

@@ -1,0 +1,153 @@
+"""The shipped YAML without this package's helpers: plain Haystack ``Pipeline.loads`` + ``run`` answers from the
+index that ``$ADAPTIVE_QDRANT_PATH`` names and creates nothing in the working directory, and a plain
+``hayhooks run`` server deploys ``yaml/query.yaml`` with ``hayhooks pipeline deploy-yaml`` and answers over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+from adaptive_retrieval.pipelines.yaml_io import YAML_DIR
+
+pytestmark = pytest.mark.slow  # they index a real corpus and start servers
+
+TOPICS = {"try.txt": "try", "with.txt": "with", "lambda.txt": "lambda", "import.txt": "import"}
+QUESTION = "What happens to an exception raised in a finally clause?"
+
+_PLAIN_RUN = r"""
+import json, os, sys
+from pathlib import Path
+from haystack import Pipeline
+
+text = Path(sys.argv[1]).read_text(encoding="utf-8")
+pipeline = Pipeline.loads(text, allowed_modules=["adaptive_retrieval"])
+result = pipeline.run({"query": sys.argv[2]})
+documents = result["gate"]["documents"]
+print(json.dumps({"sources": [d.meta["source"] for d in documents], "cwd": sorted(os.listdir("."))}))
+"""
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[dict[str, Path]]:
+    """A small real index (Qdrant folder and graph file) built through the indexing YAML, then closed so that
+    another process can open it (one process owns an embedded index)."""
+    from pydoc_data.topics import topics
+
+    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+
+    root = tmp_path_factory.mktemp("index")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for name, topic in TOPICS.items():
+        (corpus / name).write_text(topics[topic], encoding="utf-8")
+    folders = {"qdrant": root / "qdrant", "graph": root / "graph.sqlite"}
+    indexing = load_pipeline("indexing", path=str(folders["qdrant"]), graph_path=str(folders["graph"]))
+    assert index_paths(indexing, [corpus])["indexed"] == len(TOPICS)
+    release_all_clients()
+    release_all_connections()
+    yield folders
+
+
+def _env(index: dict[str, Path], **extra: str) -> dict[str, str]:
+    env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False", "PYTHONDONTWRITEBYTECODE": "1"}
+    for name in ("QDRANT_URL", "NEO4J_URI", "ADAPTIVE_DEVICE", "ADAPTIVE_PRECISION", "HAYHOOKS_DURABLE_MODE"):
+        env.pop(name, None)
+    env.update(ADAPTIVE_QDRANT_PATH=str(index["qdrant"]), ADAPTIVE_GRAPH_PATH=str(index["graph"]), **extra)
+    return env
+
+
+def test_plain_pipeline_loads_and_runs_from_the_index_the_environment_names(
+    index: dict[str, Path], tmp_path: Path
+) -> None:
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-c", _PLAIN_RUN, str(YAML_DIR / "query.yaml"), QUESTION],
+        cwd=cwd,
+        env=_env(index),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["sources"] and Path(report["sources"][0]).name == "try.txt", report
+    assert report["cwd"] == [] and list(cwd.iterdir()) == [], "nothing may be created in the working directory"
+
+
+def _wait_up(process: subprocess.Popen, url: str) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(f"{url}/status", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"hayhooks run did not come up (exit code {process.poll()})")
+
+
+def _stop(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
+def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], tmp_path: Path) -> None:
+    from adaptive_retrieval.pipelines.app import free_port
+
+    hayhooks = str(Path(sys.executable).with_name("hayhooks"))
+    port = free_port()
+    # What a user sets for a plain Hayhooks server: the index, and the allow-list for this package's YAML types.
+    env = _env(index, HAYSTACK_DESERIALIZATION_ALLOWLIST="adaptive_retrieval.*", HAYHOOKS_PORT=str(port))
+    env["HAYHOOKS_HOST"] = "127.0.0.1"
+    (tmp_path / "pipelines").mkdir()  # Hayhooks' own folder convention, empty: nothing is deployed at start
+    server = subprocess.Popen(
+        [hayhooks, "run", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_up(server, url)
+        yaml_copy = tmp_path / "query.yaml"
+        shutil.copy(YAML_DIR / "query.yaml", yaml_copy)
+        deploy = subprocess.run(
+            [hayhooks, "pipeline", "deploy-yaml", "--name", "query", str(yaml_copy)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+        response = httpx.post(f"{url}/query/run", json={"query": QUESTION}, timeout=120)
+        assert response.status_code == 200, response.text
+        result = response.json()["result"]
+        documents = result["gate"]["documents"]
+        assert documents and Path(documents[0]["meta"]["source"]).name == "try.txt", result
+        assert result["router"]["intent"], result["router"]
+    finally:
+        output = _stop(server)
+    assert "Traceback" not in output, output[-3000:]
