@@ -230,6 +230,8 @@ def draw_pipelines(
     return written
 
 
+#: Pipelines whose overview the README embeds.
+README_PIPELINES = ("query", "indexing")
 #: The README holds each pipeline's overview between these two lines (``scripts/draw.py --readme`` rewrites it).
 README_BEGIN = "<!-- diagram:{name} begins: generated from the pipeline by `python scripts/draw.py --readme` -->"
 README_END = "<!-- diagram:{name} ends -->"

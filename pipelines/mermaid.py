@@ -275,6 +275,35 @@ def _rank_hints(groups: list[_Group], links: list[_Link], position: dict[str, in
     return hints
 
 
+def _declaration_order(order: list[str], group_of: dict[str, _Group], links: list[_Link]) -> list[str]:
+    """Components and group keys in a topological order of the drawn forward edges, each group as one unit (so
+    whatever feeds any member is declared before the group), ties kept in ``order``."""
+    units = list(dict.fromkeys(group_of[n].key if n in group_of else n for n in order))
+    rank = {u: i for i, u in enumerate(units)}
+
+    def unit(node: str) -> str:
+        return group_of[node].key if node in group_of else node
+
+    indegree = dict.fromkeys(units, 0)
+    after: dict[str, list[str]] = defaultdict(list)
+    for link in links:
+        a, b = unit(link.sender), unit(link.receiver)
+        if not link.back and a != b and a in rank and b in rank:
+            after[a].append(b)
+            indegree[b] += 1
+    ready = sorted((u for u in units if indegree[u] == 0), key=rank.__getitem__)
+    declared: list[str] = []
+    while ready:
+        current = ready.pop(0)
+        declared.append(current)
+        for b in after[current]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                ready.append(b)
+        ready.sort(key=rank.__getitem__)
+    return declared
+
+
 def _flowchart(pipeline: Pipeline, direction: str, order: list[str], groups: list[_Group], links: list[_Link]) -> str:
     ids: dict[str, str] = {}
     for name in order:
@@ -284,20 +313,19 @@ def _flowchart(pipeline: Pipeline, direction: str, order: list[str], groups: lis
     group_of = {m: g for g in groups for m in g.members}
     inputs, results, io_links = _io_nodes(pipeline, order, links, ids)
     lines = [f"flowchart {direction}", *inputs]
-    drawn: set[str] = set()
-    for name in order:
-        group = group_of.get(name)
+    units = _declaration_order(order, group_of, links)
+    for unit in units:
+        group = next((g for g in groups if g.key == unit), None)
         if group is None:
-            lines.append(_node_line(ids[name], pipeline, name, "    "))
-        elif group.key not in drawn:
-            drawn.add(group.key)
+            lines.append(_node_line(ids[unit], pipeline, unit, "    "))
+        else:
             lines.append(f'    subgraph {ids[group.key]}["{_quote(group.title)}"]')
             lines += [_node_line(ids[m], pipeline, m, "        ") for m in _anchor_first(group, links)]
             lines.append("    end")
     lines += results
     # In drawing order, back edges last: the layout then meets every forward edge first.
-    position = {name: i for i, name in enumerate(order)}
-    position.update({g.key: min(position[m] for m in g.members) for g in groups})
+    position = {unit: i for i, unit in enumerate(units)}
+    position.update({m: position[g.key] for m, g in group_of.items()})
 
     def key(link: _Link) -> tuple[bool, int, int]:
         return (link.back, position.get(link.sender, -1), position.get(link.receiver, len(position)))

@@ -16,13 +16,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-#: Pipelines whose overview the README embeds.
-README_PIPELINES = ("query", "indexing")
 
 
 def rewrite_readme(path: Path) -> bool:
     """Regenerate the README's diagrams in place; ``True`` when the file changed."""
-    from adaptive_retrieval.pipelines.drawing import mermaid_texts, readme_with_diagrams
+    from adaptive_retrieval.pipelines.drawing import README_PIPELINES, mermaid_texts, readme_with_diagrams
 
     old = path.read_text(encoding="utf-8")
     new = readme_with_diagrams(old, mermaid_texts(README_PIPELINES))

@@ -64,7 +64,8 @@ class PipelineWrapper(BasePipelineWrapper):
         :returns: the diagrams.
         """
         if format == "svg" and pipeline is None:
-            raise HTTPException(status_code=400, detail=f"format 'svg' draws one pipeline: name one of {PIPELINE_NAMES}")
+            msg = f"format 'svg' draws one pipeline: name one of {list(PIPELINE_NAMES)}"
+            raise HTTPException(status_code=400, detail=msg)
         texts = mermaid_texts([pipeline] if pipeline else PIPELINE_NAMES, detail=detail)
         if format == "mermaid":
             return JSONResponse(texts)
