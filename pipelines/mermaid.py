@@ -262,16 +262,15 @@ def _rank_hints(groups: list[_Group], links: list[_Link], position: dict[str, in
     """Invisible links that keep each group below what feeds it.
 
     Mermaid lays out an edge to a group as an edge to one member (the first declared, see :func:`_anchor_first`),
-    so a member that nothing else reaches would float up to the top: it gets an invisible link from the last
-    component (in drawing order) whose edge into the group was folded.
+    so a member that no drawn edge reaches would float up to the top: it gets an invisible link from each
+    component whose edge to it was folded into the group's.
     """
     hints = []
+    fed = {link.receiver for link in links if not link.back}
     for group in groups:
-        fed = {link.receiver for link in links if not link.back}
-        for member in group.members:
-            senders = [a for link in links for a, b in link.folded if b == member and a not in group.members]
-            if member not in fed and senders:
-                hints.append((max(senders, key=lambda n: position.get(n, -1)), member))
+        for member in (m for m in group.members if m not in fed):
+            senders = {a for link in links for a, b in link.folded if b == member and a not in group.members}
+            hints += [(sender, member) for sender in sorted(senders, key=lambda n: position.get(n, -1))]
     return hints
 
 
