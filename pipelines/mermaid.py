@@ -4,10 +4,12 @@ Three levels of detail, all read from ``pipeline.graph`` (nothing about a pipeli
 
 - ``overview`` (default) is the one a person reads at a glance: top to bottom from the pipeline's input; the
   components that feed one joining component in parallel (the query pipeline's retrieval channels, the indexing
-  pipeline's converters) drawn as one group; every edge from one component into the group folded into one edge,
-  and the parallel edges between two components bundled into one, labelled with the output names; settings
-  (numbers, flags, dicts: weights, fetch_k, λ …) drawn as dotted edges, data (documents, embeddings, text) as
-  solid ones; an edge that closes a cycle (the gate's ``retry`` back to the loop) drawn thick, dashed and red.
+  pipeline's converters) drawn as one group; the edges between a component and two or more members of the group
+  folded into one edge to or from the group, and the parallel edges between two components bundled into one,
+  labelled with the output names; an output that several components read (the query text, its embedding) drawn
+  to its first readers only; settings (numbers, flags, dicts: weights, fetch_k, λ …) drawn as dotted edges, data
+  (documents, embeddings, text) as solid ones; an edge that closes a cycle (the gate's ``retry`` back to the
+  loop) drawn thick, dashed and red.
 - ``sockets`` keeps every socket-level connection (``output → input``), with the same order and edge styles.
 - ``haystack`` is exactly what Haystack would send to mermaid.ink (HTML labels with socket types).
 
