@@ -6,7 +6,8 @@ pipelines and store), ``DELETE /sources``, Swagger UI at ``/docs`` served from a
 :class:`~adaptive_retrieval.pipelines.security.GuardMiddleware` (optional bearer token, Host check, CORS allow-list, no
 server paths in 5xx bodies). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the
 local ``node_modules``; ``GET /diagrams/{name}.mmd`` is the mermaid text and ``GET /diagrams/{name}.svg`` an SVG
-rendered on the server by mermaid-cli. ``adaptive-retrieval serve`` runs this app.
+rendered on the server by mermaid-cli (kept in memory); ``?detail=sockets`` draws every connection instead of the
+overview. ``adaptive-retrieval serve`` runs this app.
 
 Usage::
 
@@ -19,10 +20,8 @@ Usage::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -42,26 +41,25 @@ from fastapi.responses import (
 )
 
 from adaptive_retrieval.pipelines.drawing import (
+    DETAILS,
     PIPELINE_NAMES,
     RendererNotInstalledError,
     html_page,
     mermaid_js,
     mermaid_texts,
-    render,
+    rendered_svg,
 )
 
 logger = logging.getLogger(__name__)
 PIPELINES_DIR = Path(__file__).resolve().parent
-_RENDER_DIR = Path(tempfile.gettempdir()) / "adaptive-retrieval-diagrams"
-_RENDER_LOCK = threading.Lock()
 
 
-def _text(name: str, style: str) -> str:
+def _text(name: str, detail: str) -> str:
     if name not in PIPELINE_NAMES:
         raise HTTPException(status_code=404, detail=f"No pipeline '{name}': choose from {list(PIPELINE_NAMES)}")
-    if style not in ("compact", "detailed"):
-        raise HTTPException(status_code=400, detail=f"style must be 'compact' or 'detailed', got '{style}'")
-    return mermaid_texts([name], style=style)[name]  # type: ignore[arg-type]
+    if detail not in DETAILS:
+        raise HTTPException(status_code=400, detail=f"detail must be one of {list(DETAILS)}, got '{detail}'")
+    return mermaid_texts([name], detail=detail)[name]  # type: ignore[arg-type]
 
 
 def diagram_router() -> APIRouter:
@@ -69,8 +67,8 @@ def diagram_router() -> APIRouter:
     router = APIRouter(prefix="/diagrams", tags=["diagrams"])
 
     @router.get("", response_class=HTMLResponse, summary="HTML page rendering both pipelines offline")
-    def page(style: str = "compact") -> HTMLResponse:
-        texts = {name: _text(name, style) for name in PIPELINE_NAMES}
+    def page(detail: str = "overview") -> HTMLResponse:
+        texts = {name: _text(name, detail) for name in PIPELINE_NAMES}
         return HTMLResponse(html_page(texts, script_src="/diagrams/mermaid.min.js"))
 
     @router.get("/mermaid.min.js", summary="The locally installed mermaid.js")
@@ -81,22 +79,17 @@ def diagram_router() -> APIRouter:
             raise HTTPException(status_code=503, detail=str(err)) from err
 
     @router.get("/{filename}", summary="Mermaid text (name.mmd) or rendered SVG (name.svg) of one pipeline")
-    def diagram(filename: str, style: str = "compact") -> Response:
+    def diagram(filename: str, detail: str = "overview") -> Response:
         name, _, suffix = filename.rpartition(".")
         if suffix not in ("mmd", "svg"):
             raise HTTPException(status_code=404, detail=f"Ask for <name>.mmd or <name>.svg, not '{filename}'")
-        text = _text(name, style)
+        text = _text(name, detail)
         if suffix == "mmd":
             return PlainTextResponse(text)
-        out = _RENDER_DIR / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.svg"
-        # Rendering starts chromium (~2 s): render once per distinct diagram, one render at a time.
-        with _RENDER_LOCK:
-            if not out.exists():
-                try:
-                    render(text, out)
-                except RendererNotInstalledError as err:
-                    raise HTTPException(status_code=503, detail=str(err)) from err
-        return FileResponse(out, media_type="image/svg+xml")
+        try:
+            return Response(rendered_svg(text), media_type="image/svg+xml")
+        except RendererNotInstalledError as err:
+            raise HTTPException(status_code=503, detail=str(err)) from err
 
     return router
 

@@ -330,14 +330,14 @@ def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     """Write the pipelines' mermaid text and render it offline (SVG/PNG/PDF, HTML page)."""
     from adaptive_retrieval.pipelines.drawing import draw_pipelines
 
-    for path in draw_pipelines(args.out, names=args.pipeline, formats=args.format, style=args.style):
+    for path in draw_pipelines(args.out, names=args.pipeline, formats=args.format, details=args.detail):
         print(path, file=out)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and ``--help``)."""
-    from adaptive_retrieval.pipelines.drawing import FORMATS, PIPELINE_NAMES
+    from adaptive_retrieval.pipelines.drawing import DETAILS, FORMATS, PIPELINE_NAMES
 
     parser = argparse.ArgumentParser(
         prog="adaptive-retrieval",
@@ -388,7 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)
     p.add_argument("--out", default="build/diagrams", help="output folder (default build/diagrams)")
     p.add_argument("--format", nargs="+", choices=FORMATS, default=["mmd", "svg"], help="formats (default mmd svg)")
-    p.add_argument("--style", choices=["compact", "detailed"], default="compact", help="diagram style")
+    p.add_argument(
+        "--detail",
+        nargs="+",
+        choices=DETAILS,
+        default=["overview"],
+        help="overview (at a glance; <name>.<format>), sockets (every connection) or haystack (socket types); "
+        "other than overview written as <name>.<detail>.<format> (default overview)",
+    )
     p.add_argument("--pipeline", nargs="+", choices=PIPELINE_NAMES, default=list(PIPELINE_NAMES))
     p.set_defaults(func=cmd_draw)
     return parser

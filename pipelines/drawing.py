@@ -10,7 +10,8 @@ Usage::
     from adaptive_retrieval.pipelines.drawing import draw_pipelines, mermaid_texts
 
     texts = mermaid_texts()                                  # {"indexing": "flowchart TD ...", "query": ...}
-    paths = draw_pipelines("build/diagrams", formats=("mmd", "svg", "png"))
+    sockets = mermaid_texts(detail="sockets")                # every socket-level connection
+    paths = draw_pipelines("build/diagrams", formats=("mmd", "svg", "png"), details=("overview", "sockets"))
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import html
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -38,7 +42,15 @@ NODE_MODULES_ENV = "ADAPTIVE_NODE_MODULES"
 #: Chromium binary for mermaid-cli (the variable puppeteer itself reads); default: ``chromium`` on ``$PATH``.
 CHROMIUM_ENV = "PUPPETEER_EXECUTABLE_PATH"
 FORMATS = ("mmd", "svg", "png", "pdf", "html")
-Style = Literal["compact", "detailed"]
+#: Page width (CSS px) mermaid-cli renders on; wider diagrams would be scaled down.
+PAGE_WIDTH = 4096
+#: Levels of detail (see :mod:`adaptive_retrieval.pipelines.mermaid`); kept here so ``--help`` needs no Haystack.
+DETAILS = ("overview", "sockets", "haystack")
+Detail = Literal["overview", "sockets", "haystack"]
+#: Rendered SVGs kept in memory by :func:`rendered_svg` (each is 30–150 KB).
+SVG_CACHE_SIZE = 16
+_SVG_CACHE: OrderedDict[str, bytes] = OrderedDict()
+_RENDER_LOCK = threading.Lock()
 
 
 class RendererNotInstalledError(RuntimeError):
@@ -58,11 +70,15 @@ def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:
     return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"))
 
 
-def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, style: Style = "compact") -> dict[str, str]:
-    """``{name: mermaid text}`` for the packaged pipelines (or YAML paths)."""
+def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, detail: Detail = "overview") -> dict[str, str]:
+    """``{name: mermaid text}`` for the packaged pipelines (or YAML paths), built from the pipeline objects.
+
+    :param detail: ``overview`` (grouped, for reading at a glance), ``sockets`` (every connection) or ``haystack``
+        (Haystack's own text, with socket types).
+    """
     from adaptive_retrieval.pipelines.mermaid import pipeline_to_mermaid
 
-    return {Path(str(n)).stem: pipeline_to_mermaid(pipeline_for_drawing(n), style=style) for n in names}
+    return {Path(str(n)).stem: pipeline_to_mermaid(pipeline_for_drawing(n), detail=detail) for n in names}
 
 
 def mermaid_js() -> Path:
@@ -136,9 +152,10 @@ def render(text: str, out: str | Path, timeout: float = 120.0) -> Path:
         config = Path(tmp) / "puppeteer.json"
         # --no-sandbox: CI and containers run as root, where chromium refuses its sandbox.
         config.write_text(json.dumps({"executablePath": str(chromium), "args": ["--no-sandbox", "--disable-gpu"]}))
+        # A page wider than any diagram: mermaid-cli shrinks a diagram wider than the page, text and all, so a
+        # PNG keeps the diagram's own size (16 px text) instead of squeezing it into the default 800 px.
         command = [str(mmdc), "-q", "-i", str(source), "-o", str(out), "-p", str(config), "-b", "white"]
-        if out.suffix == ".png":
-            command += ["-s", "2"]
+        command += ["-w", str(PAGE_WIDTH)]
         env = {**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1", CHROMIUM_ENV: str(chromium)}
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
@@ -152,35 +169,87 @@ def render(text: str, out: str | Path, timeout: float = 120.0) -> Path:
     return out
 
 
+def rendered_svg(text: str) -> bytes:
+    """The SVG of mermaid ``text``, rendered once per distinct text and kept in this process's memory (the last
+    :data:`SVG_CACHE_SIZE`); nothing is written outside a private temporary folder that is removed at once.
+
+    Rendering starts chromium (~2 s): one render at a time.
+    """
+    with _RENDER_LOCK:
+        if text in _SVG_CACHE:
+            _SVG_CACHE.move_to_end(text)
+            return _SVG_CACHE[text]
+        with tempfile.TemporaryDirectory(prefix="adaptive-svg-") as tmp:
+            svg = render(text, Path(tmp) / "diagram.svg").read_bytes()
+        _SVG_CACHE[text] = svg
+        while len(_SVG_CACHE) > SVG_CACHE_SIZE:
+            _SVG_CACHE.popitem(last=False)
+        return svg
+
+
 def draw_pipelines(
     out_dir: str | Path,
     names: Iterable[str] = PIPELINE_NAMES,
     formats: Iterable[str] = ("mmd", "svg"),
-    style: Style = "compact",
+    details: Iterable[Detail] = ("overview",),
 ) -> list[Path]:
-    """Write ``<name>.<format>`` for each pipeline into ``out_dir`` (``html`` writes one ``pipelines.html``).
+    """Write ``<name>.<format>`` (the overview) and ``<name>.<detail>.<format>`` (other details) for each pipeline
+    into ``out_dir``; ``html`` writes one ``pipelines.html`` holding them all.
 
     :returns: the files written, in order.
     """
-    formats = list(formats)
+    formats, details = list(formats), list(details)
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         msg = f"Unknown diagram format(s) {unknown}: choose from {list(FORMATS)}"
         raise ValueError(msg)
+    unknown = sorted(set(details) - set(DETAILS))
+    if unknown:
+        msg = f"Unknown diagram detail(s) {unknown}: choose from {list(DETAILS)}"
+        raise ValueError(msg)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    texts = mermaid_texts(names, style=style)
+    names = list(names)
+    page: dict[str, str] = {}
     written: list[Path] = []
-    for name, text in texts.items():
-        for fmt in formats:
-            if fmt == "mmd":
-                path = out_dir / f"{name}.mmd"
-                path.write_text(text, encoding="utf-8")
-                written.append(path)
-            elif fmt != "html":
-                written.append(render(text, out_dir / f"{name}.{fmt}"))
+    for detail in details:
+        for name, text in mermaid_texts(names, detail=detail).items():
+            stem = name if detail == "overview" else f"{name}.{detail}"
+            page[name if detail == "overview" else f"{name} ({detail})"] = text
+            for fmt in formats:
+                if fmt == "mmd":
+                    path = out_dir / f"{stem}.mmd"
+                    path.write_text(text, encoding="utf-8")
+                    written.append(path)
+                elif fmt != "html":
+                    written.append(render(text, out_dir / f"{stem}.{fmt}"))
     if "html" in formats:
         path = out_dir / "pipelines.html"
-        path.write_text(html_page(texts), encoding="utf-8")
+        path.write_text(html_page(page), encoding="utf-8")
         written.append(path)
     return written
+
+
+#: Pipelines whose overview the README embeds.
+README_PIPELINES = ("query", "indexing")
+#: The README holds each pipeline's overview between these two lines (``scripts/draw.py --readme`` rewrites it).
+README_BEGIN = "<!-- diagram:{name} begins: generated from the pipeline by `python scripts/draw.py --readme` -->"
+README_END = "<!-- diagram:{name} ends -->"
+
+
+def readme_with_diagrams(readme: str, texts: dict[str, str]) -> str:
+    """``readme`` with the block between each pipeline's markers replaced by its mermaid text (a ```mermaid
+    fence).
+
+    :raises ValueError: when the README lacks a pipeline's markers.
+    """
+    for name, text in texts.items():
+        begin, end = README_BEGIN.format(name=name), README_END.format(name=name)
+        pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.DOTALL)
+        match = pattern.search(readme)
+        if match is None:
+            msg = f"The README has no block for the {name} diagram: add the two lines\n{begin}\n{end}"
+            raise ValueError(msg)
+        block = f"{begin}\n```mermaid\n{text}```\n{end}"
+        readme = readme[: match.start()] + block + readme[match.end() :]
+    return readme

@@ -122,7 +122,7 @@ def test_bad_input_leaves_the_index_intact(corpus: Path, store_path: str, model_
 def test_mermaid_names_every_component() -> None:
     for name in ("indexing", "query"):
         pipeline = loads_pipeline((YAML_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
-        text = pipeline_to_mermaid(pipeline)
+        text = pipeline_to_mermaid(pipeline, detail="haystack")
         assert text.startswith("%%{ init") and "graph TD;" in text
         for component_name in pipeline.graph.nodes:
-            assert component_name in text
+            assert component_name in text and component_name in pipeline_to_mermaid(pipeline)

@@ -159,7 +159,9 @@ BAD_REQUESTS = [
     ),
     ("unknown diagram", "get", "/diagrams/nope.mmd", {}, 404, "No pipeline"),
     ("diagram suffix", "get", "/diagrams/query.gif", {}, 404, ".svg"),
-    ("diagram style", "post", "/diagrams/run", {"json": {"style": "fancy"}}, 422, "compact"),
+    ("diagram detail", "post", "/diagrams/run", {"json": {"detail": "fancy"}}, 422, "overview"),
+    ("diagram detail GET", "get", "/diagrams/query.mmd", {"params": {"detail": "fancy"}}, 400, "overview"),
+    ("diagram svg of both", "post", "/diagrams/run", {"json": {"format": "svg"}}, 400, "one pipeline"),
 ]
 
 
@@ -194,6 +196,8 @@ def test_openai_file_upload_indexes_the_file(served: dict[str, Any]) -> None:
 
 
 def test_diagram_routes_name_every_component(served: dict[str, Any]) -> None:
+    from adaptive_retrieval.pipelines.mermaid import diagram_counts
+
     client = served["client"]
     registry = served["app"].state.pipeline_registry
     for name in ("query", "indexing"):
@@ -207,6 +211,11 @@ def test_diagram_routes_name_every_component(served: dict[str, Any]) -> None:
     assert script.status_code == 200 and len(script.content) > 100_000
     served_texts = client.post("/diagrams/run", json={}).json()
     assert served_texts["query"] == client.get("/diagrams/query.mmd").text
+    sockets = client.get("/diagrams/query.mmd", params={"detail": "sockets"}).text
+    assert diagram_counts(sockets)["edges"] > diagram_counts(served_texts["query"])["edges"] > 10
+    svg = client.get("/diagrams/query.svg")
+    assert svg.status_code == 200 and svg.headers["content-type"] == "image/svg+xml", svg.text[:300]
+    assert svg.text.lstrip().startswith("<svg") and ">joiner<" in svg.text
 
 
 def test_diagram_page_renders_in_headless_chromium(served: dict[str, Any]) -> None:
@@ -349,6 +358,37 @@ def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
         undeploy = httpx.post(f"{url}/undeploy/query", timeout=30)
         assert (deploy.status_code, undeploy.status_code) == (404, 404)
         assert (folder / "query" / "pipeline_wrapper.py").is_file()
+    finally:
+        _stop(process)
+
+
+def test_plain_hayhooks_run_serves_the_diagrams(tmp_path: Path) -> None:
+    """``hayhooks run`` on a folder holding only the diagrams wrapper: mermaid text, an offline HTML page and a
+    server-rendered SVG over ``POST /diagrams/run``."""
+    from adaptive_retrieval.pipelines.drawing import mermaid_texts
+
+    folder = tmp_path / "pipelines"
+    shutil.copytree(REPO / "pipelines" / "diagrams", folder / "diagrams", ignore=shutil.ignore_patterns("__pycache__"))
+    process, url = _start_hayhooks(folder, tmp_path, HAYHOOKS_DURABLE_MODE="true")
+    try:
+        assert _wait_status(process, url, 1).get("pipelines") == ["diagrams"]
+        run = f"{url}/diagrams/run"
+        texts = httpx.post(run, json={}, timeout=120).json()
+        assert texts == mermaid_texts() and all(t.startswith("flowchart TD") for t in texts.values())
+        sockets = httpx.post(run, json={"pipeline": "query", "detail": "sockets"}, timeout=120).json()
+        assert sockets == mermaid_texts(["query"], detail="sockets")
+        page = httpx.post(run, json={"format": "html"}, timeout=120)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert page.text.count('<pre class="mermaid">') == 2 and "mermaid.initialize" in page.text
+        assert "<script src=" not in page.text, "the page works offline: mermaid.js is inlined"
+        if shutil.which("chromium"):
+            svg = httpx.post(run, json={"pipeline": "query", "format": "svg"}, timeout=180)
+            assert svg.status_code == 200 and svg.headers["content-type"] == "image/svg+xml", svg.text[:500]
+            assert all(f">{c}<" in svg.text for c in ("loop", "router", "joiner", "gate"))
+            assert "retry" in svg.text and "retrievers → joiner" in svg.text
+        both = httpx.post(run, json={"format": "svg"}, timeout=60)
+        assert both.status_code == 400 and "one pipeline" in both.json()["detail"]
+        assert httpx.post(run, json={"detail": "fancy"}, timeout=60).status_code == 422
     finally:
         _stop(process)
 

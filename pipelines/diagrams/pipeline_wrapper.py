@@ -1,13 +1,19 @@
 """Hayhooks wrapper that serves the mermaid diagrams of both pipelines (no pipeline of its own).
 
-``POST /diagrams/run`` answers ``{"indexing": "<mermaid>", "query": "<mermaid>"}``, or with
-``"format": "html"`` a self-contained page that renders them with the locally installed mermaid.js. The app of
+It is how plain ``hayhooks run --pipelines-dir pipelines`` serves the diagrams (a wrapper adds only its
+``POST /{name}/run`` route): ``POST /diagrams/run`` answers ``{"indexing": "<mermaid>", "query": "<mermaid>"}``;
+``"format": "html"`` a self-contained page (mermaid.js inlined from the local ``node_modules``) that renders them in
+a browser; ``"format": "svg"`` one pipeline's SVG rendered on the server by mermaid-cli and kept in this process's
+memory. ``"detail": "sockets"`` draws every connection instead of the overview. The app of
 ``adaptive-retrieval serve`` also has browser-friendly ``GET /diagrams`` routes (see ``pipelines/app.py``);
 Haystack's own ``/draw`` route calls a web service and fails offline.
 
 Usage::
 
     curl -s localhost:1416/diagrams/run -H 'content-type: application/json' -d '{"pipeline": "query"}'
+    curl -s localhost:1416/diagrams/run -H 'content-type: application/json' -d '{"format": "html"}' > diagrams.html
+    curl -s localhost:1416/diagrams/run -H 'content-type: application/json' \
+        -d '{"pipeline": "query", "format": "svg"}' > query.svg
 """
 
 from __future__ import annotations
@@ -23,11 +29,17 @@ from fastapi import HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from hayhooks import BasePipelineWrapper
 
-from adaptive_retrieval.pipelines.drawing import PIPELINE_NAMES, RendererNotInstalledError, html_page, mermaid_texts
+from adaptive_retrieval.pipelines.drawing import (
+    PIPELINE_NAMES,
+    RendererNotInstalledError,
+    html_page,
+    mermaid_texts,
+    rendered_svg,
+)
 
 
 class PipelineWrapper(BasePipelineWrapper):
-    """Mermaid text (or an HTML page) of the indexing and query pipelines, built from ``yaml/``."""
+    """Mermaid text, an HTML page or an SVG of the indexing and query pipelines, built from ``yaml/``."""
 
     skip_mcp = True
     skip_a2a = True
@@ -39,20 +51,27 @@ class PipelineWrapper(BasePipelineWrapper):
     def run_api(
         self,
         pipeline: Literal["indexing", "query"] | None = None,
-        style: Literal["compact", "detailed"] = "compact",
-        format: Literal["mermaid", "html"] = "mermaid",
+        detail: Literal["overview", "sockets", "haystack"] = "overview",
+        format: Literal["mermaid", "html", "svg"] = "mermaid",
     ) -> Response:
         """Mermaid diagrams of the pipelines.
 
-        :param pipeline: one pipeline, or both when omitted.
-        :param style: ``compact`` (names, classes, sockets) or ``detailed`` (Haystack's own, with socket types).
-        :param format: ``mermaid`` (JSON of texts) or ``html`` (a page rendering them offline).
+        :param pipeline: one pipeline, or both when omitted (``svg`` needs one).
+        :param detail: ``overview`` (grouped, read at a glance), ``sockets`` (every connection) or ``haystack``
+            (Haystack's own, with socket types).
+        :param format: ``mermaid`` (JSON of texts), ``html`` (a page rendering them offline) or ``svg`` (one
+            pipeline, rendered on the server).
         :returns: the diagrams.
         """
-        texts = mermaid_texts([pipeline] if pipeline else PIPELINE_NAMES, style=style)
+        if format == "svg" and pipeline is None:
+            msg = f"format 'svg' draws one pipeline: name one of {list(PIPELINE_NAMES)}"
+            raise HTTPException(status_code=400, detail=msg)
+        texts = mermaid_texts([pipeline] if pipeline else PIPELINE_NAMES, detail=detail)
         if format == "mermaid":
             return JSONResponse(texts)
         try:
+            if format == "svg":
+                return Response(rendered_svg(texts[pipeline]), media_type="image/svg+xml")
             return HTMLResponse(html_page(texts))
         except RendererNotInstalledError as err:
             raise HTTPException(status_code=503, detail=str(err)) from err
