@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+# The evaluation code lives in scripts/evaluation (not shipped): scripts import it as `evaluation` because they run
+# with scripts/ first on sys.path; the tests that exercise it find it the same way. Appended, so nothing installed
+# is shadowed.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "scripts"))
 
 from adaptive_retrieval.components.models.export import export_model
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, default_models_dir
