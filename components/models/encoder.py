@@ -2,7 +2,8 @@
 
 Back ends implement :meth:`TokenEncoder.token_embeddings`: ONNX Runtime on CPU/GPU
 (:mod:`adaptive_retrieval.components.models.onnx_encoder`) or PyTorch on CUDA for fp16/bf16/fp8
-(:mod:`adaptive_retrieval.components.models.torch_encoder`). Use :func:`get_encoder` to obtain the process-wide instance.
+(:mod:`adaptive_retrieval.components.models.torch_encoder`). Use :func:`get_encoder` to obtain the process-wide
+instance.
 """
 
 from __future__ import annotations

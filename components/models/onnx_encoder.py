@@ -1,7 +1,8 @@
 """ONNX Runtime back end of the text encoders: runs an exported model, no torch or transformers import.
 
 Query-time processes stay small and start fast. Obtain instances through :func:`OnnxEncoder.get` (or
-:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one session.
+:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one
+session.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """PyTorch back end for GPUs: fp32 / fp16 / bf16 weights, and FP8 (torchao, Hopper or Ada) on the Linear layers.
 
 FP16 is the baseline FP8 is compared with (``scripts/bench_gpu.py``). On a machine without CUDA every
-precision here is a clear error; the CPU path is ONNX Runtime (:mod:`adaptive_retrieval.components.models.onnx_encoder`).
+precision here is a clear error; the CPU path is ONNX Runtime
+(:mod:`adaptive_retrieval.components.models.onnx_encoder`).
 """
 
 from __future__ import annotations
