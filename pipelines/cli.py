@@ -92,8 +92,9 @@ def _call_server(owner: dict[str, Any], method: str, route: str, **kwargs: Any) 
     return response.json()
 
 
-def _progress_callback(out: TextIO) -> tuple[Any, Any]:
-    """A tqdm bar over files and the ``progress(done, total)`` callback that drives it."""
+def _progress_callback(out: TextIO) -> tuple[Any, Any, Any]:
+    """A tqdm bar over files, the ``progress(done, total)`` callback that drives it and a ``starting(batch)`` one
+    that names the file being read (index_paths' ``check`` hook, called before each batch)."""
     from tqdm import tqdm
 
     bar = tqdm(total=None, unit="file", desc="indexing files", file=out, dynamic_ncols=True)
@@ -103,7 +104,10 @@ def _progress_callback(out: TextIO) -> tuple[Any, Any]:
             bar.total = total
         bar.update(done - bar.n)
 
-    return bar, progress
+    def starting(batch: list[Path]) -> None:
+        bar.set_postfix_str(batch[0].name + (f" +{len(batch) - 1}" if len(batch) > 1 else ""))
+
+    return bar, progress, starting
 
 
 def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
@@ -126,9 +130,14 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         )
         raise CliError(msg)
     pipeline = load_pipeline("indexing", **_store_overrides(args))
-    bar, progress = _progress_callback(sys.stderr)
+    for _, instance in pipeline.walk():  # one bar, over files: the embedders' own bars would add two per batch
+        if hasattr(instance, "progress_bar"):
+            instance.progress_bar = False
+    bar, progress, starting = _progress_callback(sys.stderr)
     try:
-        counts = index_paths(pipeline, files, force=args.force, batch_files=args.batch_files, progress=progress)
+        counts = index_paths(
+            pipeline, files, force=args.force, batch_files=args.batch_files, progress=progress, check=starting
+        )
     finally:
         if bar.total is None:  # nothing needed indexing: close the bar as complete, not as "0 files, unknown total"
             bar.total = 0
@@ -353,7 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", parents=[store], help="index files and folders", description=cmd_index.__doc__)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.md .txt .html .pdf)")
     p.add_argument("--force", action="store_true", help="re-index files even when unchanged")
-    p.add_argument("--batch-files", type=int, default=16, help="files per pipeline run (default 16)")
+    p.add_argument(
+        "--batch-files",
+        type=int,
+        default=16,
+        help="files per pipeline run at most (default 16; a file over 256 KiB runs alone)",
+    )
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", parents=[store], help="retrieve with diagnostics", description=cmd_query.__doc__)

@@ -41,10 +41,10 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adaptive_retrieval.pipelines.eval_data import EvalSet, Passage  # noqa: E402
-from adaptive_retrieval.pipelines.eval_metrics import percentiles  # noqa: E402
-from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, minilm_dir  # noqa: E402
 from adaptive_retrieval.pipelines.threads import limit_blas_threads  # noqa: E402
+from evaluation.data import EvalSet, Passage  # noqa: E402
+from evaluation.metrics import percentiles  # noqa: E402
+from evaluation.systems import AdaptiveSystem, minilm_dir  # noqa: E402
 
 QUERY_TEMPLATES = (
     "What does the reference say about {span}?",

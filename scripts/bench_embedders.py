@@ -41,7 +41,7 @@ def reference_passages(n: int) -> list[str]:
 
 
 def hotpot_passages(folder: str, n: int) -> list[str]:
-    from adaptive_retrieval.pipelines.eval_data import load_hotpot
+    from evaluation.data import load_hotpot
 
     return [f"{p.title}\n{p.text}" for p in load_hotpot(folder).passages[:n]]
 

@@ -38,7 +38,7 @@ from haystack.dataclasses import SparseEmbedding  # noqa: E402
 
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
 from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch  # noqa: E402
-from adaptive_retrieval.pipelines.eval_metrics import percentiles  # noqa: E402
+from evaluation.metrics import percentiles  # noqa: E402
 
 log = logging.getLogger("bench_store")
 DIM, VOCAB, TOP = 384, 30000, 60

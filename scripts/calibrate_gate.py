@@ -47,10 +47,10 @@ from haystack.document_stores.types import DuplicatePolicy  # noqa: E402
 
 from adaptive_retrieval.components.gating.calibration import auroc, fit_logistic, predict, youden_threshold  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
-from adaptive_retrieval.pipelines.eval_data import load_hotpot  # noqa: E402
-from adaptive_retrieval.pipelines.eval_metrics import percentiles, recall_at_k  # noqa: E402
-from adaptive_retrieval.pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import run_query  # noqa: E402
+from evaluation.data import load_hotpot  # noqa: E402
+from evaluation.metrics import percentiles, recall_at_k  # noqa: E402
+from evaluation.systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402
 
 # -- statistics: components/gating/calibration.py (shared with the self-calibration) ------------------------
 

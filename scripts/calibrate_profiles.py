@@ -53,10 +53,10 @@ from adaptive_retrieval.components.routing.profiles import (  # noqa: E402
 )
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector  # noqa: E402
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
-from adaptive_retrieval.pipelines.eval_data import EvalSet, Question, load_aragog, load_hotpot, load_wiki2  # noqa: E402
-from adaptive_retrieval.pipelines.eval_metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
-from adaptive_retrieval.pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query  # noqa: E402
+from evaluation.data import EvalSet, Question, load_aragog, load_hotpot, load_wiki2  # noqa: E402
+from evaluation.metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
+from evaluation.systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
 
 PROFILES_FILE = ROOT / "components" / "routing" / "profiles.py"
 WEIGHT_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)

@@ -15,10 +15,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
 from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+from evaluation.corpus import write_pydoc_topics
 
 DEMO_QUERIES = [
     "What happens when a break statement runs inside a loop with an else clause?",  # factual

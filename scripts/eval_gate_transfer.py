@@ -41,9 +41,9 @@ from calibrate_gate import features, run_both, stores_of  # noqa: E402
 
 from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
-from adaptive_retrieval.pipelines.eval_data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
-from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, eval_folder  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
+from evaluation.data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
+from evaluation.systems import AdaptiveSystem, eval_folder  # noqa: E402
 
 
 def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, float]:

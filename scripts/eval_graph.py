@@ -40,10 +40,10 @@ from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDoc
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
-from adaptive_retrieval.pipelines.eval_data import EvalSet, Question, load_hotpot, load_wiki2
-from adaptive_retrieval.pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
+from evaluation.data import EvalSet, Question, load_hotpot, load_wiki2
+from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH = 512

@@ -38,9 +38,9 @@ from haystack import Document
 from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, title_aliases
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.pipelines.eval_data import EvalSet, Question, load_hotpot, load_jsonl, load_wiki2
-from adaptive_retrieval.pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
-from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, eval_folder
+from evaluation.data import EvalSet, Question, load_hotpot, load_jsonl, load_wiki2
+from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
+from evaluation.systems import AdaptiveSystem, eval_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEGER_SETTINGS = ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop", "candidate_pool", "max_seeds")

@@ -37,11 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from adaptive_retrieval.pipelines.eval_data import EvalSet, load_aragog, load_hotpot, load_jsonl  # noqa: E402
-from adaptive_retrieval.pipelines.eval_metrics import passage_ranking, percentiles, question_metrics  # noqa: E402
-from adaptive_retrieval.pipelines.eval_systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs  # noqa: E402
 from adaptive_retrieval.pipelines.timing import stage_timings  # noqa: E402
+from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl  # noqa: E402
+from evaluation.metrics import passage_ranking, percentiles, question_metrics  # noqa: E402
+from evaluation.systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
 
 METRICS = ("recall@10", "full@10", "mrr")
 

@@ -38,12 +38,12 @@ from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDoc
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
 from adaptive_retrieval.components.routing.profiles import default_profiles
-from adaptive_retrieval.pipelines.eval_data import load_aragog
-from adaptive_retrieval.pipelines.eval_metrics import recall_at_k, reciprocal_rank
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, file_hash
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
 from adaptive_retrieval.pipelines.store_config import make_store
 from adaptive_retrieval.pipelines.timing import stage_timings
+from evaluation.data import load_aragog
+from evaluation.metrics import recall_at_k, reciprocal_rank
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ from haystack import Document  # noqa: E402
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder  # noqa: E402
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder  # noqa: E402
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
-from adaptive_retrieval.pipelines.eval_data import load_hotpot  # noqa: E402
+from evaluation.data import load_hotpot  # noqa: E402
 
 
 def evaluate(engine: str, evalset, folder: Path) -> tuple[dict[str, float], list[Document]]:

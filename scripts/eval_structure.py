@@ -143,10 +143,10 @@ def main() -> None:
     if args.rejudge:
         rejudge([Path(p) for p in args.rejudge], Path(args.questions), Path(args.data), Path(args.work))
         return
-    from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
     from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, index_paths
     from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
     from adaptive_retrieval.pipelines.store_config import make_store
+    from evaluation.corpus import write_pydoc_topics
 
     questions = json.loads(Path(args.questions).read_text(encoding="utf-8"))["questions"]
     if args.set:
@@ -201,7 +201,7 @@ def rejudge(paths: list[Path], questions_path: Path, data: Path, work: Path) -> 
     """Judge stored runs again against the reference segmentation of this checkout (no system is run)."""
     from types import SimpleNamespace
 
-    from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
+    from evaluation.corpus import write_pydoc_topics
 
     questions = {q["q"]: q for q in json.loads(questions_path.read_text(encoding="utf-8"))["questions"]}
     topics = work / "rejudge-topics"

@@ -37,9 +37,10 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.pipelines.eval_data import EvalSet, load_aragog, load_hotpot, load_jsonl, load_wiki2
-from adaptive_retrieval.pipelines.eval_metrics import METRICS, aggregate, percentiles, question_metrics
-from adaptive_retrieval.pipelines.eval_systems import (
+from adaptive_retrieval.pipelines.threads import limit_blas_threads
+from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl, load_wiki2
+from evaluation.metrics import METRICS, aggregate, percentiles, question_metrics
+from evaluation.systems import (
     ADAPTIVE,
     ALL_SYSTEMS,
     STOCK_SYSTEMS,
@@ -47,7 +48,6 @@ from adaptive_retrieval.pipelines.eval_systems import (
     StockSystems,
     eval_folder,
 )
-from adaptive_retrieval.pipelines.threads import limit_blas_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 WARMUP_QUESTIONS = 3

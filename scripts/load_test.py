@@ -197,9 +197,9 @@ def main() -> int:
 
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     from adaptive_retrieval.pipelines.app import free_port
-    from adaptive_retrieval.pipelines.corpus import write_pydoc_topics
     from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+    from evaluation.corpus import write_pydoc_topics
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adaptive-load-")).resolve()
     store_path = workdir / "qdrant"

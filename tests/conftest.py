@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,10 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 # A store given no folder and no $ADAPTIVE_QDRANT_PATH lives in the per-user data folder: point it at a throw-away
 # folder so that no test (nor a server or CLI it starts) writes to the home directory of whoever runs the suite.
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="adaptive-test-data-")
+# The evaluation code lives in scripts/evaluation (not shipped): scripts import it as `evaluation` because they run
+# with scripts/ first on sys.path; the tests that exercise it find it the same way. Appended, so nothing installed
+# is shadowed.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "scripts"))
 
 from adaptive_retrieval.components.models.export import export_model
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, default_models_dir

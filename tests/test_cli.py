@@ -36,6 +36,7 @@ def test_index_then_query_with_diagnostics(
     out, err = capsys.readouterr()
     assert out.startswith("3 files: 3 indexed, 0 unchanged;")
     assert "indexing files" in err and "3/3" in err  # the progress bar, on stderr
+    assert "with.txt" in err and "dense embedding" not in err  # it names the file; the embedders' bars are off
 
     assert main(["index", str(docs), "--store", store_path]) == 0
     assert capsys.readouterr().out.startswith("3 files: 0 indexed, 3 unchanged; 0 chunks written")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.pipelines.eval_data import EvalSet, Passage, Question, load_hotpot, load_jsonl, load_wiki2
-from adaptive_retrieval.pipelines.eval_metrics import (
+from evaluation.data import EvalSet, Passage, Question, load_hotpot, load_jsonl, load_wiki2
+from evaluation.metrics import (
     aggregate,
     full_at_k,
     ndcg_at_k,

@@ -146,9 +146,9 @@ def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None
         default_profiles,
         with_channel_share,
     )
-    from adaptive_retrieval.pipelines.eval_systems import without_channels
     from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
     from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
+    from evaluation.systems import without_channels
 
     assert CHANNELS["graph_ppr"].opt_in and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
     store = make_store(path=str(tmp_path / "qdrant"))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
+import threading
 import unicodedata
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -32,34 +35,61 @@ FORMATS = {
 }
 
 
-class _Count(logging.Filter):
-    """Drops the records of a library logger while a file is read, counting them (and keeping the first)."""
+class _HeldWarnings(logging.Filter):
+    """Drops the warnings a library logs from this thread while a file is read, counting them (keeping the first).
+
+    Other threads' records pass: a server may convert in one thread while another logs through the same library.
+    """
 
     def __init__(self) -> None:
         super().__init__()
+        self.thread = threading.get_ident()
         self.count = 0
         self.first = ""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING and record.levelno < logging.ERROR:
+        mine = record.thread is None or record.thread == self.thread
+        if mine and logging.WARNING <= record.levelno < logging.ERROR:
             self.count += 1
             self.first = self.first or record.getMessage()
             return False
         return True
 
 
+@cache
+def _module_names(library: str) -> tuple[str, ...]:
+    """``library`` and the dotted names of all its modules, from its files (modules it imports lazily included)."""
+    root = Path(importlib.import_module(library).__file__ or "").parent
+    names = {library}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        names.add(".".join((library, *parts[:-1])) if parts[-1] == "__init__" else ".".join((library, *parts)))
+    return tuple(sorted(names))
+
+
+def _library_loggers(library: str) -> list[logging.Logger]:
+    """The logger of ``library`` and of each of its modules. A logger's filters see only the records logged on
+    that logger, not those its children propagate, and pypdf logs on its modules' loggers (``pypdf._cmap``,
+    ``pypdf._page`` …: ``logger_warning(msg, __name__)``), so each gets the filter."""
+    return [logging.getLogger(name) for name in _module_names(library)]
+
+
 @contextlib.contextmanager
 def _quiet(library: str, source: str) -> Iterator[None]:
-    """Hold back ``library``'s warnings (pypdf reports every odd font it meets) and log one line per file."""
-    counter = _Count()
-    target = logging.getLogger(library)
-    target.addFilter(counter)
+    """Hold back ``library``'s warnings while ``source`` is read (pypdf reports every odd font it meets: ~50 KB for
+    one paper) and log one line for the file instead. Installed per file, never at import."""
+    held = _HeldWarnings()
+    loggers = _library_loggers(library)
+    for target in loggers:
+        target.addFilter(held)
     try:
         yield
     finally:
-        target.removeFilter(counter)
-        if counter.count:
-            logger.info("%s: %d %s warning(s) while reading, first: %s", source, counter.count, library, counter.first)
+        for target in loggers:
+            target.removeFilter(held)
+        if held.count:
+            first = held.first if len(held.first) <= 200 else held.first[:200] + " …"
+            logger.info("%s: %d %s warning(s) while reading, the first: %s", source, held.count, library, first)
 
 
 def _format_of(stream: ByteStream, source: Any) -> str | None:
@@ -84,7 +114,7 @@ class StructuredConverter:
     (:class:`~adaptive_retrieval.components.indexing.section_splitter.SectionSplitter` splits along them and does not
     copy them to chunks); ``content`` is the blocks' text; ``meta["title"]`` is the title the format states (PDF
     metadata or largest first-page text, ``<title>``, a lone ``#`` heading). Text is NFKC-normalised (PDF ligatures).
-    pypdf's warnings about fonts are logged as one line per file.
+    pypdf's warnings (odd fonts, repaired cross-reference tables) are counted and logged as one INFO line per file.
 
     A file that cannot be read or holds no text is skipped with a warning, as Haystack's converters do.
 

@@ -1,6 +1,6 @@
 """The retrieval systems ``scripts/evaluate.py`` compares: stock Haystack baselines and the adaptive pipelines.
 
-Every system indexes the passages of an :class:`~adaptive_retrieval.pipelines.eval_data.EvalSet` and answers a question
+Every system indexes the passages of an :class:`~evaluation.data.EvalSet` and answers a question
 with a ranked list of passage ids (chunks mapped back through ``meta["passage_id"]``) and its wall time.
 
 - Stock systems (``stock_bm25``, ``stock_dense``, ``stock_hybrid_rrf``, ``stock_hybrid_mmr``) use Haystack's
@@ -40,8 +40,8 @@ from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMe
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
-from adaptive_retrieval.pipelines.eval_data import EvalSet, Passage
-from adaptive_retrieval.pipelines.eval_metrics import passage_ranking
+from evaluation.data import EvalSet, Passage
+from evaluation.metrics import passage_ranking
 
 logger = logging.getLogger(__name__)
 
@@ -241,7 +241,8 @@ def without_channels(text: str, channels: list[str] | tuple[str, ...]) -> str:
     ]
     for component in data["components"].values():
         params = component.get("init_parameters") or {}
-        if component.get("type", "").endswith("WeightedRRFJoiner") and params.get("channels"):
+        # The joiner's inputs and the router's channel set (it weighs exactly the pipeline's channels).
+        if component.get("type", "").endswith(("WeightedRRFJoiner", "IntentRouter")) and params.get("channels"):
             params["channels"] = [c for c in params["channels"] if c not in drop]
         # The router's profiles lose the channel and are renormalised per intent, so that soft routing mixes
         # exactly the profiles a pipeline without the channel would have.
