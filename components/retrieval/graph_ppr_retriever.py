@@ -137,6 +137,9 @@ class GraphPPRRetriever:
     :param max_ngram: longest query n-gram matched against entity names.
     :param max_top_k: the most chunks returned whatever ``top_k`` the router asks for (a retry doubles it): the
         channel nominates its few best multi-hop candidates rather than a long, mostly similarity-ordered tail.
+    :param exclude_hits: chunks among the first ``exclude_hits`` of the dense or the sparse list are not
+        returned: those lists already rank them high, and the walk's credit would only push them higher, over
+        the bridge passages that only a graph channel finds (0: return every chunk).
     """
 
     channel = "graph_ppr"
@@ -161,6 +164,7 @@ class GraphPPRRetriever:
         candidate_pool: int = 2,
         max_ngram: int = 8,
         max_top_k: int = 10,
+        exclude_hits: int = 20,
     ) -> None:
         if not isinstance(graph_store, GraphStore):
             msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
@@ -190,6 +194,7 @@ class GraphPPRRetriever:
         self.candidate_pool = candidate_pool
         self.max_ngram = max_ngram
         self.max_top_k = max_top_k
+        self.exclude_hits = exclude_hits
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with both stores' own dictionaries."""
@@ -213,6 +218,7 @@ class GraphPPRRetriever:
             candidate_pool=self.candidate_pool,
             max_ngram=self.max_ngram,
             max_top_k=self.max_top_k,
+            exclude_hits=self.exclude_hits,
         )
 
     @classmethod
@@ -301,8 +307,11 @@ class GraphPPRRetriever:
         """The channel's documents for one query (what :meth:`run` returns, without the failure handling)."""
         walk = self.walk(query, self.hit_seeds(nearest, lexical))
         pool = top_k * self.candidate_pool if self.similarity_weight > 0 else top_k
+        known = {d.id for docs in (nearest, lexical) for d in (docs or [])[: self.exclude_hits]}
         ranked = heapq.nsmallest(
-            pool, ((c, s) for c, s in walk.chunks.items() if s > 0), key=lambda kv: (-kv[1], kv[0])
+            pool,
+            ((c, s) for c, s in walk.chunks.items() if s > 0 and c not in known),
+            key=lambda kv: (-kv[1], kv[0]),
         )
         if not ranked:
             return []
