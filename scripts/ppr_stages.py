@@ -14,7 +14,8 @@ on the same questions.
 
     python scripts/ppr_stages.py --corpus ../shared/data/musique_dev100/corpus.jsonl \\
         --corpus ../shared/data/wiki2_corpus/corpus.json --questions ../shared/data/musique_dev100/questions.jsonl \\
-        --name musique --split train
+        --name musique --query-yaml query_ppr --split train \
+        --variant "ex20:graph_ppr.exclude_hits=20" --variant "share:router.relational.ppr_share=0.2"
 """
 
 from __future__ import annotations
@@ -38,9 +39,8 @@ from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, eval_folde
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from evaluate import build_evalset, parse_args  # noqa: E402
+from evaluate import build_evalset, parse_args
 
-ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("fused", "mmr", "first", "final")
 
 
