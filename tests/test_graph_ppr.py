@@ -136,6 +136,8 @@ def test_skip_at_zero_weight_and_fail_soft(index: Index) -> None:
     assert retriever.run(query="completely unrelated words")["documents"] == []
     with pytest.raises(TypeError, match="GraphStore"):
         GraphPPRRetriever(graph_store=object(), document_store=index.store)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exclude_hits"):
+        GraphPPRRetriever(graph_store=index.graph, document_store=index.store, exclude_hits=-1)
     with pytest.raises(ValueError, match="restart"):
         GraphPPRRetriever(graph_store=index.graph, document_store=index.store, restart=1.0)
     index.graph._conn().connection.close()  # the database goes away under a running pipeline

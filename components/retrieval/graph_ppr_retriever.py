@@ -177,6 +177,9 @@ class GraphPPRRetriever:
         if min(top_k, max_seeds, chunks_per_entity, hops, iterations, candidate_pool, max_ngram, max_top_k) < 1:
             msg = "top_k, max_seeds, chunks_per_entity, hops, iterations, candidate_pool and max_ngram must be >= 1"
             raise ValueError(msg)
+        if exclude_hits < 0:
+            msg = f"exclude_hits must be >= 0, got {exclude_hits}"
+            raise ValueError(msg)
         if not 0.0 < restart < 1.0 or not 0.0 <= similarity_weight <= 1.0:
             msg = "restart must be within (0, 1) and similarity_weight within [0, 1]"
             raise ValueError(msg)
