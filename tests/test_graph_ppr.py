@@ -107,6 +107,10 @@ def test_hits_seed_the_walk_and_are_not_credited_for_being_hits(index: Index) ->
     assert walk.chunks  # mass flowed out of the hits into the chunks their entities lead to
     docs = retriever.run(query=QUERY, query_embedding=vector, nearest=dense)["documents"]
     assert docs and all(d.embedding is not None and "graph_ppr" in d.meta for d in docs)
+    # exclude_hits: the walk nominates only chunks the first lists did not already rank high.
+    retriever.exclude_hits = 3
+    novel = retriever.run(query=QUERY, query_embedding=vector, nearest=dense)["documents"]
+    assert novel and not {d.id for d in novel} & {d.id for d in dense[:3]}
 
 
 def test_partial_names_link_through_the_entities_near_the_query(index: Index) -> None:
@@ -132,6 +136,8 @@ def test_skip_at_zero_weight_and_fail_soft(index: Index) -> None:
     assert retriever.run(query="completely unrelated words")["documents"] == []
     with pytest.raises(TypeError, match="GraphStore"):
         GraphPPRRetriever(graph_store=object(), document_store=index.store)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exclude_hits"):
+        GraphPPRRetriever(graph_store=index.graph, document_store=index.store, exclude_hits=-1)
     with pytest.raises(ValueError, match="restart"):
         GraphPPRRetriever(graph_store=index.graph, document_store=index.store, restart=1.0)
     index.graph._conn().connection.close()  # the database goes away under a running pipeline

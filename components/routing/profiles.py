@@ -35,6 +35,8 @@ INTENTS: tuple[str, ...] = (
 # PPR_SHARES. Measured on MuSiQue's training split through the whole pipeline (scripts/evaluate.py --split train
 # --drop-channel graph_ppr), every share tried (relational 0.1 to 0.35) lowered full@10 (0.414 to 0.457, against
 # 0.514 without the channel), although the channel lifts the fused list before MMR and the gate (eval_ppr.py).
+# Since the walk leaves out the dense/sparse top hits (GraphPPRRetriever.exclude_hits): 0.500 against 0.514 on the
+# training split, 0.267 against 0.300 held out (scripts/ppr_stages.py, README): still below, so still 0 here.
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     "analytical": {
         "weights": {
