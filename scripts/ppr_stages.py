@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from haystack import Pipeline
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.pipelines.eval_metrics import full_at_k, passage_ranking, recall_at_k
-from adaptive_retrieval.pipelines.eval_systems import AdaptiveSystem, eval_folder
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
+from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
+from evaluation.systems import AdaptiveSystem, eval_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evaluate import build_evalset, parse_args
