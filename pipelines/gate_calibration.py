@@ -315,7 +315,9 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
             "youden_threshold": round(youden_threshold(quality, y), 4),
             "pass_present": round(float((quality[y == 1] >= cut).mean()), 4),
             "pass_excluded": round(float((quality[y == 0] >= cut).mean()), 4),
-            "pass_bridge_present": round(float((quality[(y == 1) & bridge] >= cut).mean()), 4) if bridge.any() else None,
+            "pass_bridge_present": (
+                round(float((quality[(y == 1) & bridge] >= cut).mean()), 4) if bridge.any() else None
+            ),
             "cv_pass_present": round(cv["pass_present"], 4),
             "cv_pass_excluded": round(cv["pass_excluded"], 4),
             "prior_auroc": round(auroc(prior_quality, y), 4),
