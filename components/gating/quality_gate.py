@@ -47,17 +47,17 @@ logger = logging.getLogger(__name__)
 DECISIONS: tuple[str, ...] = ("pass", "retry", "insufficient")
 
 #: Logistic weights, bias and threshold fitted by ``scripts/calibrate_gate.py`` on hotpotqa100 (100 questions,
-#: answerable vs. supporting passages removed; AUROC 0.898 in sample). Agreement carries almost no signal there.
+#: answerable vs. supporting passages removed; AUROC 0.897 in sample). Agreement carries almost no signal there.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "top_score": 7.195,
-    "margin": 3.421,
-    "coverage": 5.883,
-    "agreement": -0.139,
-    "redundancy": 0.544,
-    "names": 1.531,
+    "top_score": 6.905,
+    "margin": 4.056,
+    "coverage": 4.375,
+    "agreement": -0.346,
+    "redundancy": 1.089,
+    "names": 1.799,
 }
-DEFAULT_BIAS = -10.391
-DEFAULT_PASS_THRESHOLD = 0.357
+DEFAULT_BIAS = -9.534
+DEFAULT_PASS_THRESHOLD = 0.293
 #: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
 _WEIGHT_TOLERANCE = 1e-3
 

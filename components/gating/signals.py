@@ -38,13 +38,20 @@ SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "red
 _WORD = re.compile(r"[a-z0-9]+")
 _EDGE = re.compile(r"^[\"'(\[“‘]+|[\"')\]”’?!.,:;]+$")
 #: Lower-case words that stay inside a name when a capitalised word follows ("Bank of England").
-_CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "du", "des", "von", "van", "der", "den", "and", "&"})
+_CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "du", "des", "von", "van", "der", "den"})
+
+
+def _sentence_capital(first: str, tokens: list[str]) -> bool:
+    """Whether the query's first word is capitalised only because it opens the sentence: a stop word ("What",
+    "In") or a word the next one does not continue as a name ("Give an overview…", but "Phu Luong is…")."""
+    follows = tokens[1][:1] if len(tokens) > 1 else ""
+    return first.lower() in stopwords() or not (follows.isupper() or follows.isdigit() or first[0].isdigit())
 
 
 def query_names(query: str) -> list[str]:
     """The names a query writes: maximal runs of capitalised words or numbers, with connectors ("of", "the",
-    "de"…) inside a run; punctuation after a word ends its run. The query's first word is skipped when it is a
-    stop word ("What", "In"): capitalised by the sentence, not by a name. Names of stop words only are dropped."""
+    "de"…) inside a run; punctuation after a word ends its run. The query's first word is skipped when the
+    sentence, not a name, capitalised it (:func:`_sentence_capital`). Names of stop words only are dropped."""
     stop = stopwords()
     tokens = query.split()
     names: list[str] = []
@@ -58,7 +65,7 @@ def query_names(query: str) -> list[str]:
     for i, token in enumerate(tokens):
         word = re.sub(r"['’]s$", "", _EDGE.sub("", token))
         ends = bool(re.search(r"[?!.,:;)\]”]$", token)) and not re.fullmatch(r"(?:[A-Z]\.)+", token)
-        if word and (word[0].isupper() or word[0].isdigit()) and not (i == 0 and word.lower() in stop):
+        if word and (word[0].isupper() or word[0].isdigit()) and not (i == 0 and _sentence_capital(word, tokens)):
             run.append(word)
         elif run and word in _CONNECTORS and i + 1 < len(tokens) and tokens[i + 1][:1].isupper() and not ends:
             run.append(word)
