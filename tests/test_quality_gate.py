@@ -78,6 +78,10 @@ def test_names_signal_asks_that_every_name_of_the_query_is_somewhere_in_the_list
     ]
     assert query_names("Which is older, the Bank of England or J. P. Morgan?") == ["Bank of England", "J P Morgan"]
     assert query_names("how tall is the tower?") == []
+    # The first word is a name only when the next one continues it; "and" separates two names.
+    assert query_names("Give an overview of the topics Python covers") == ["Python"]
+    assert query_names("Phu Luong is in which province?") == ["Phu Luong"]
+    assert query_names("Were Never Cry Wolf and Big Hero 6 released by one label?") == ["Never Cry Wolf", "Big Hero 6"]
     e = np.eye(4, dtype=np.float32)
     docs = [
         doc("a", "Thomas Paine wrote Common Sense in 1776.", embedding=e[0].tolist()),
