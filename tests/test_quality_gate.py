@@ -21,7 +21,7 @@ from adaptive_retrieval.components.gating.calibration import (
 )
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
-from adaptive_retrieval.components.gating.signals import content_terms, gate_signals, query_names
+from adaptive_retrieval.components.gating.signals import SIGNALS, content_terms, gate_signals, query_names
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
@@ -208,7 +208,7 @@ def test_strong_query_passes_without_retry(indexed: dict) -> None:
     assert result["routing"]["escalation"] == 0
     assert result["documents"][0].meta["title"] == "while"
     assert result["fusion"]["sizes"]["dense"] > 0 and result["fusion"]["sizes"]["sparse"] > 0
-    assert set(gate["signals"]) == {"top_score", "margin", "coverage", "agreement", "redundancy"}
+    assert set(gate["signals"]) == set(SIGNALS)
 
 
 def test_weak_query_retries_wider_then_reports_insufficient(indexed: dict) -> None:
