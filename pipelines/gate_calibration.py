@@ -4,9 +4,10 @@ The gate's question is "is there enough evidence in this index for this query?".
 the index itself can answer it for questions whose answer we know the location of:
 
 1. **Pseudo-queries** are drawn from the indexed chunks (a fixed seed, bounded number): a question word, the
-   chunk's heading or title and a few content words of one of its sentences (``named``), and, where one
-   document names another's title, words from both (``bridge``, the multi-hop shape); see
-   :func:`pseudo_queries`. Each remembers the documents (``doc_id``) it came from.
+   chunk's heading or title and a few content words or names of one of its sentences (``named``), and, where
+   one document names another's title, words from both (``bridge``, the multi-hop shape); see
+   :func:`pseudo_queries`. Names are kept whole, as a question writes them. Each remembers the documents
+   (``doc_id``) it came from.
 2. Each pseudo-query runs through the query pipeline once with the gate's loop off. *Present*: the gate's
    signals as they are. *Excluded*: the fused candidates minus every document of the source(s), sent through the
    same MMR, reranker and signals (the pipeline's own components) — what the channels return when those documents
@@ -16,7 +17,9 @@ the index itself can answer it for questions whose answer we know the location o
    changes is mostly where the evidence sits (the intercept), not which signal matters. The pass threshold is
    quality 0.5, the equal-cost decision of a model fitted on balanced classes (pseudo-queries separate almost
    perfectly, so a threshold tuned on them, Youden's J, reported, lands anywhere in the gap between the
-   classes), lowered where needed so that 90 % of the pseudo-queries with their source present pass.
+   classes), lowered where needed so that 90 % of the multi-hop (``bridge``) pseudo-queries with their sources
+   present pass (of all present pseudo-queries when fewer than :data:`MIN_BRIDGES` were drawn): single-hop
+   pseudo-queries are the easy case, and a corpus whose questions chain documents needs a lower bar.
    The model, its in-sample and cross-validated AUROC and pass rates, and what was sampled are written to
    ``gate_calibration.json`` in the store folder, which
    :class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate` reads.
@@ -55,14 +58,23 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 DEFAULT_L2 = 100.0
 #: Pass threshold of a self-calibration (see the module docstring) ...
 PASS_THRESHOLD = 0.5
-#: ... lowered where needed so that at least this share of pseudo-queries with their source present pass: a
-#: flag on evidence that is there costs a needless retry and a false warning.
+#: ... lowered where needed so that at least this share of multi-hop pseudo-queries with their sources present
+#: pass: a flag on evidence that is there costs a needless retry and a false warning.
 MIN_PRESENT_PASS = 0.9
+#: Fewest bridge pseudo-queries the threshold is read from (fewer: all present pseudo-queries).
+MIN_BRIDGES = 10
+#: Share of pseudo-queries drawn as bridges where the chunk names another document's title.
+BRIDGE_SHARE = 0.5
 
 
-def pass_threshold(quality: np.ndarray, y: np.ndarray) -> float:
-    """:data:`PASS_THRESHOLD`, or lower: the quality that :data:`MIN_PRESENT_PASS` of the present rows reach."""
-    floor = float(np.quantile(quality[y == 1], 1.0 - MIN_PRESENT_PASS)) if (y == 1).any() else PASS_THRESHOLD
+def pass_threshold(quality: np.ndarray, y: np.ndarray, bridge: np.ndarray | None = None) -> float:
+    """:data:`PASS_THRESHOLD`, or lower: the quality that :data:`MIN_PRESENT_PASS` of the present bridge rows
+    reach (``bridge``: which rows are bridge pseudo-queries; of all present rows when there are fewer than
+    :data:`MIN_BRIDGES`)."""
+    present = y == 1
+    if bridge is not None and (present & bridge).sum() >= MIN_BRIDGES:
+        present = present & bridge
+    floor = float(np.quantile(quality[present], 1.0 - MIN_PRESENT_PASS)) if present.any() else PASS_THRESHOLD
     return float(np.clip(min(PASS_THRESHOLD, floor), 0.01, PASS_THRESHOLD))
 
 
@@ -88,8 +100,33 @@ def _sentences(text: str, min_words: int = 6, max_words: int = 60) -> list[str]:
 
 
 def _content_words(sentence: str) -> list[str]:
+    """The sentence's names (runs of capitalised words, whole, as :func:`query_names` reads them) and its other
+    content words, in order; a name ends with a comma so that two names in a row stay two names."""
     stop = stopwords()
-    return [w for w in _TOKEN.findall(sentence) if w.lower() not in stop and len(w) > 1]
+    units: list[str] = []
+    run: list[str] = []
+    for token in sentence.split():
+        word = _TOKEN.search(token)
+        text = word.group(0).rstrip("'’-") if word else ""
+        if text[:1].isupper() or text[:1].isdigit():
+            if run or text.lower() not in stop:  # a sentence's capitalised "The" does not open a name
+                run.append(text)
+        else:
+            if run:
+                units.append(" ".join(run) + ",")
+                run = []
+            if text and text.lower() not in stop and len(text) > 1:
+                units.append(text)
+        if run and re.search(r"[,.;:!?)]$", token):
+            units.append(" ".join(run) + ",")
+            run = []
+    if run:
+        units.append(" ".join(run) + ",")
+    return units
+
+
+def _question(words: list[str]) -> str:
+    return " ".join(words).strip().rstrip(",") + "?"
 
 
 def _sample_words(rng: np.random.Generator, words: list[str], low: int, high: int) -> list[str]:
@@ -114,8 +151,9 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
     A question names its subject and asks about a few of its facts: ``named`` = a question word, the chunk's
     section heading or title and 3–6 content words of one of its sentences (in their order; the question word
     is a stop word, so it only shapes the embedding);
-    ``bridge`` (where a chunk names another document's title, about a third of the time) = 2–4 words
-    of the chunk, that title and 2–4 words of the other document, with both documents as sources.
+    ``bridge`` (where a chunk names another document's title, half of the time) = 2–4 words
+    of the chunk, that title and 2–4 words of the other document, with both documents as sources. A "word" is
+    a content word or a whole name (:func:`_content_words`).
 
     :raises ValueError: when fewer than two documents have text to draw from (nothing to exclude against).
     """
@@ -147,15 +185,21 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
             continue
         ask = _QUESTION_WORDS[int(rng.integers(len(_QUESTION_WORDS)))]
         text = (chunk.content or "").lower()
-        named = [d for t, d in title_to_doc.items() if d != doc and t in text] if rng.random() < 0.3 else []
+        named = [d for t, d in title_to_doc.items() if d != doc and t in text] if rng.random() < BRIDGE_SHARE else []
         if named:
             other = named[int(rng.integers(len(named)))]
             _, other_words = pick(other)
-            query = [ask, *_sample_words(rng, words, 2, 4), titles[other], *_sample_words(rng, other_words, 2, 4)]
-            out.append(PseudoQuery(" ".join(query) + "?", [doc, other], "bridge"))
+            query = [
+                ask,
+                *_sample_words(rng, words, 2, 4),
+                titles[other] + ",",
+                *_sample_words(rng, other_words, 2, 4),
+            ]
+            out.append(PseudoQuery(_question(query), [doc, other], "bridge"))
             continue
         body = _sample_words(rng, words, 3, 6)
-        out.append(PseudoQuery(" ".join([ask, _name(chunk), *body]).strip() + "?", [doc], "named"))
+        name = _name(chunk)
+        out.append(PseudoQuery(_question([ask, *([name + ","] if name else []), *body]), [doc], "named"))
     return out
 
 
@@ -179,14 +223,16 @@ def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, flo
     return present, absent
 
 
-def _cross_validate(x: np.ndarray, y: np.ndarray, group: np.ndarray, l2: float, prior: np.ndarray) -> dict[str, float]:
+def _cross_validate(
+    x: np.ndarray, y: np.ndarray, group: np.ndarray, bridge: np.ndarray, l2: float, prior: np.ndarray
+) -> dict[str, float]:
     folds = 5
     order = np.random.default_rng(0).permutation(np.unique(group))
     oof, passed = np.empty(len(y)), np.empty(len(y), dtype=bool)
     for f in range(folds):
         held = np.isin(group, order[f::folds])
         bias, w = fit_logistic(x[~held], y[~held], l2, prior)
-        cut = pass_threshold(predict(bias, w, x[~held]), y[~held])
+        cut = pass_threshold(predict(bias, w, x[~held]), y[~held], bridge[~held])
         oof[held] = predict(bias, w, x[held])
         passed[held] = oof[held] >= cut
     return {
@@ -245,12 +291,13 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     """Fit the gate's model on :func:`collect_signals` output, pulled towards ``prior`` (the gate's init
     weights); returns the model (``weights``, ``bias``, ``pass_threshold``) and its ``report``."""
     x, y, group = samples["x"], samples["y"], samples["group"]
+    bridge = np.repeat([q.kind == "bridge" for q in samples["queries"]], 2)
     prior_w = np.asarray([prior["weights"].get(s, 0.0) for s in SIGNALS])
     bias, w = fit_logistic(x, y, l2, prior_w)
     quality = predict(bias, w, x)
-    cut = pass_threshold(quality, y)
+    cut = pass_threshold(quality, y, bridge)
     prior_quality = predict(prior["bias"], prior_w, x)
-    cv = _cross_validate(x, y, group, l2, prior_w)
+    cv = _cross_validate(x, y, group, bridge, l2, prior_w)
     kinds: dict[str, int] = defaultdict(int)
     for q in samples["queries"]:
         kinds[q.kind] += 1
@@ -268,6 +315,9 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
             "youden_threshold": round(youden_threshold(quality, y), 4),
             "pass_present": round(float((quality[y == 1] >= cut).mean()), 4),
             "pass_excluded": round(float((quality[y == 0] >= cut).mean()), 4),
+            "pass_bridge_present": (
+                round(float((quality[(y == 1) & bridge] >= cut).mean()), 4) if bridge.any() else None
+            ),
             "cv_pass_present": round(cv["pass_present"], 4),
             "cv_pass_excluded": round(cv["pass_excluded"], 4),
             "prior_auroc": round(auroc(prior_quality, y), 4),

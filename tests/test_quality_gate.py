@@ -21,7 +21,7 @@ from adaptive_retrieval.components.gating.calibration import (
 )
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
-from adaptive_retrieval.components.gating.signals import content_terms, gate_signals
+from adaptive_retrieval.components.gating.signals import SIGNALS, content_terms, gate_signals, query_names
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
@@ -65,6 +65,37 @@ def test_signals_measure_what_they_claim() -> None:
     assert gate_signals([], "anything", e[0].tolist())["top_score"] == 0.0
     with pytest.raises(ValueError, match="dimension"):
         gate_signals(docs, "x", [1.0, 0.0], k=2)
+
+
+def test_names_signal_asks_that_every_name_of_the_query_is_somewhere_in_the_list() -> None:
+    assert query_names("Who wrote The Age of Reason in 1794?") == ["The Age of Reason", "1794"]
+    assert query_names("What did the actress in My Fair Lady win a Tony for?") == ["My Fair Lady", "Tony"]
+    # A comma ends a name; possessives and the sentence's first stop word are not part of one.
+    assert query_names("What was Forced Vengeance's producer in Walker, Texas Ranger?") == [
+        "Forced Vengeance",
+        "Walker",
+        "Texas Ranger",
+    ]
+    assert query_names("Which is older, the Bank of England or J. P. Morgan?") == ["Bank of England", "J P Morgan"]
+    assert query_names("how tall is the tower?") == []
+    # The first word is a name only when the next one continues it; "and" separates two names.
+    assert query_names("Give an overview of the topics Python covers") == ["Python"]
+    assert query_names("Phu Luong is in which province?") == ["Phu Luong"]
+    assert query_names("Were Never Cry Wolf and Big Hero 6 released by one label?") == ["Never Cry Wolf", "Big Hero 6"]
+    e = np.eye(4, dtype=np.float32)
+    docs = [
+        doc("a", "Thomas Paine wrote Common Sense in 1776.", embedding=e[0].tolist()),
+        doc("b", "Unrelated text about gardening.", embedding=e[1].tolist()),
+        doc("c", "The Age of Reason is a deist work.", embedding=e[2].tolist()),  # third: beyond k=2, still read
+    ]
+    query = "Was Common Sense written by the author of The Age of Reason?"
+    assert gate_signals(docs, query, e[0].tolist(), k=2)["names"] == 1.0  # two names, two documents
+    assert gate_signals(docs[:2], query, e[0].tolist(), k=2)["names"] == 0.0  # "The Age of Reason" is nowhere
+    # Names match as whole phrases, whatever the case, accents or punctuation; words scattered do not count.
+    assert gate_signals([doc("d", "SENSE and common folk")], "Where is Common Sense?", k=1)["names"] == 0.0
+    assert gate_signals([doc("d", "Zoë's common-sense guide")], "Where is Zoe Common Sense?", k=1)["names"] == 1.0
+    assert gate_signals([doc("d", "zoe's sense")], "Where is Zoë, Common Sense?", k=1)["names"] == 0.0
+    assert gate_signals(docs, "how tall is the tower?", k=1)["names"] == 1.0  # nothing named: no evidence of a miss
 
 
 # -- gate decisions -----------------------------------------------------------------------------------------
@@ -177,7 +208,7 @@ def test_strong_query_passes_without_retry(indexed: dict) -> None:
     assert result["routing"]["escalation"] == 0
     assert result["documents"][0].meta["title"] == "while"
     assert result["fusion"]["sizes"]["dense"] > 0 and result["fusion"]["sizes"]["sparse"] > 0
-    assert set(gate["signals"]) == {"top_score", "margin", "coverage", "agreement", "redundancy"}
+    assert set(gate["signals"]) == set(SIGNALS)
 
 
 def test_weak_query_retries_wider_then_reports_insufficient(indexed: dict) -> None:
@@ -305,7 +336,7 @@ def test_pipeline_reports_a_skipped_retry(indexed: dict) -> None:
 
 def test_logistic_fit_separates_and_leans_on_its_prior() -> None:
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(200, 5))
+    x = rng.normal(size=(200, 5))  # any number of signals
     y = (x[:, 0] + 0.5 * x[:, 2] + 0.3 * rng.normal(size=200) > 0).astype(int)
     bias, w = fit_logistic(x, y, l2=1.0)
     assert auroc(predict(bias, w, x), y) > 0.95 and w[0] > w[1]
@@ -321,6 +352,14 @@ def test_pass_threshold_is_half_unless_present_queries_would_fail() -> None:
     weak = np.concatenate([np.linspace(0.2, 0.9, 10), np.linspace(0.01, 0.2, 10)])
     cut = pass_threshold(weak, y)
     assert cut < 0.5 and (weak[y == 1] >= cut).mean() >= 0.9
+    # With enough multi-hop (bridge) pseudo-queries, the bar is set by them: the easy single-hop ones would set
+    # it too high for a corpus of chained questions.
+    y = np.array([1] * 20 + [0] * 20)
+    quality = np.concatenate([np.linspace(0.8, 0.99, 10), np.linspace(0.2, 0.6, 10), np.linspace(0.01, 0.2, 20)])
+    bridge = np.array([False] * 10 + [True] * 10 + [False] * 10 + [True] * 10)
+    cut = pass_threshold(quality, y, bridge)
+    assert cut < pass_threshold(quality[~bridge], y[~bridge]) and (quality[(y == 1) & bridge] >= cut).mean() >= 0.9
+    assert pass_threshold(quality, y, np.zeros(40, dtype=bool)) == pass_threshold(quality, y)  # too few: all
 
 
 def test_calibration_file_round_trip_and_errors(tmp_path: Path) -> None:
@@ -359,6 +398,11 @@ def test_pseudo_queries_remember_their_sources() -> None:
     assert all(q.text.endswith("?") and set(q.sources) <= {"a", "b", "c"} for q in queries)
     bridges = [q for q in queries if q.kind == "bridge"]
     assert bridges and all(len(q.sources) == 2 for q in bridges)
+    # Names stay whole, as a question writes them: the names signal of a query with its source present is 1.
+    for q in queries:
+        sources = [c for c in chunks if c.meta["doc_id"] in q.sources]
+        assert gate_signals(sources, q.text, k=2)["names"] == 1.0, q.text
+    assert any("Alpha Centauri," in q.text or "Southern Cross" in q.text for q in queries)
     with pytest.raises(ValueError, match="at least 2"):
         pseudo_queries(chunks[:1], 5)
 

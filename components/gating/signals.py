@@ -6,12 +6,18 @@
 - ``coverage``: share of the query's content terms (stop words dropped, Snowball stems) found in the top ``k``;
 - ``agreement``: how many of the active channels (weighted, and returning documents) returned each of the top
   ``k`` documents (from the joiner's ``meta["channels"]`` provenance), rescaled to [0, 1] and averaged;
-- ``redundancy``: mean pairwise cosine similarity of the top ``k`` documents (near-duplicates add no evidence).
+- ``redundancy``: mean pairwise cosine similarity of the top ``k`` documents (near-duplicates add no evidence);
+- ``names``: 1.0 when every name the query writes (a run of capitalised words or numbers, :func:`query_names`)
+  occurs, as a phrase, in at least one returned document (all of them, not only the top ``k``: the hops of a
+  multi-hop question sit in different documents), else 0.0; 1.0 for a query without names. Removing a question's
+  evidence typically removes the only passages about the entity it names; the other signals only see that the
+  rest of the list is weaker, which multi-hop questions are anyway.
 
 Usage::
 
     signals = gate_signals(documents, "Who directed Arthur? Arthur!", query_embedding, ["dense", "sparse"], k=5)
     signals["coverage"]  # 1.0 when every content word of the query occurs in the top 5
+    query_names("Who wrote The Age of Reason in 1794?")  # ['The Age of Reason', '1794']
 """
 
 from __future__ import annotations
@@ -25,11 +31,51 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.entity_extractor import stopwords
+from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, stopwords
 
-SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy")
+SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy", "names")
 
 _WORD = re.compile(r"[a-z0-9]+")
+_EDGE = re.compile(r"^[\"'(\[“‘]+|[\"')\]”’?!.,:;]+$")
+#: Lower-case words that stay inside a name when a capitalised word follows ("Bank of England").
+_CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "du", "des", "von", "van", "der", "den"})
+
+
+def _sentence_capital(first: str, tokens: list[str]) -> bool:
+    """Whether the query's first word is capitalised only because it opens the sentence: a stop word ("What",
+    "In") or a word the next one does not continue as a name ("Give an overview…", but "Phu Luong is…")."""
+    follows = tokens[1][:1] if len(tokens) > 1 else ""
+    return first.lower() in stopwords() or not (follows.isupper() or follows.isdigit() or first[0].isdigit())
+
+
+def query_names(query: str) -> list[str]:
+    """The names a query writes: maximal runs of capitalised words or numbers, with connectors ("of", "the",
+    "de"…) inside a run; punctuation after a word ends its run. The query's first word is skipped when the
+    sentence, not a name, capitalised it (:func:`_sentence_capital`). Names of stop words only are dropped."""
+    stop = stopwords()
+    tokens = query.split()
+    names: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run and any(w.lower() not in stop for w in normalise_key(" ".join(run)).split()):
+            names.append(" ".join(run))
+        run.clear()
+
+    for i, token in enumerate(tokens):
+        word = re.sub(r"['’]s$", "", _EDGE.sub("", token))
+        ends = bool(re.search(r"[?!.,:;)\]”]$", token)) and not re.fullmatch(r"(?:[A-Z]\.)+", token)
+        if word and (word[0].isupper() or word[0].isdigit()) and not (i == 0 and _sentence_capital(word, tokens)):
+            run.append(word)
+        elif run and word in _CONNECTORS and i + 1 < len(tokens) and tokens[i + 1][:1].isupper() and not ends:
+            run.append(word)
+            continue
+        else:
+            close()
+        if ends:
+            close()
+    close()
+    return names
 
 
 @cache
@@ -64,14 +110,15 @@ def gate_signals(
     channels: Sequence[str] | None = None,
     k: int = 5,
 ) -> dict[str, float]:
-    """The five signals of the module docstring for ``documents`` in their final order.
+    """The signals of the module docstring for ``documents`` in their final order.
 
     :param documents: the retrieved list (best first); embeddings are read where present.
     :param query: the question (for term coverage).
     :param query_embedding: the query vector; without it the similarity signals are 0.
     :param channels: the channels that were active for this query (for agreement); default: every channel
         named in the documents' provenance.
-    :param k: how many of the top documents coverage, agreement, margin and redundancy look at.
+    :param k: how many of the top documents coverage, agreement, margin and redundancy look at (names reads
+        every document).
     """
     if k < 1:
         msg = f"k must be >= 1, got {k}"
@@ -104,6 +151,13 @@ def gate_signals(
         signals["coverage"] = len(wanted & found) / len(wanted)
     elif not wanted:
         signals["coverage"] = 1.0  # nothing to cover (a query of stop words): not evidence of a miss
+
+    names = {normalise_key(n) for n in query_names(query)}
+    if names:
+        texts = [" " + normalise_key(f"{d.meta.get('title', '')} {d.content or ''}") + " " for d in documents]
+        signals["names"] = float(all(any(f" {n} " in t for t in texts) for n in names))
+    else:
+        signals["names"] = 1.0  # nothing named: not evidence of a miss
 
     active = (
         list(channels) if channels is not None else sorted({c for d in documents for c in d.meta.get("channels", {})})
