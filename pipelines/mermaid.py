@@ -137,25 +137,30 @@ def _order(pipeline: Pipeline, connections: list[_Connection]) -> tuple[list[str
             elif edge.receiver not in state:
                 state[edge.receiver] = 1
                 stack.append((edge.receiver, iter(outgoing[edge.receiver])))
-    # Kahn's algorithm over the forward edges, taking ready nodes in the walk's root order (stable).
+    # Ready nodes are taken in the walk's root order, so the order is stable.
     rank = {n: i for i, n in enumerate(dict.fromkeys(roots))}
-    indegree = {n: 0 for n in nodes}
-    for c in connections:
-        if c not in back:
-            indegree[c.receiver] += 1
-    ready = sorted((n for n in nodes if indegree[n] == 0), key=rank.__getitem__)
+    forward = [(c.sender, c.receiver) for c in connections if c not in back]
+    return _stable_topological_order(nodes, forward, rank), back
+
+
+def _stable_topological_order(units: list[str], edges: list[tuple[str, str]], rank: dict[str, int]) -> list[str]:
+    """Kahn's algorithm over the acyclic ``edges`` (sender, receiver), taking ready units in ``rank`` order."""
+    indegree = dict.fromkeys(units, 0)
+    after: dict[str, list[str]] = defaultdict(list)
+    for a, b in edges:
+        after[a].append(b)
+        indegree[b] += 1
+    ready = sorted((u for u in units if indegree[u] == 0), key=rank.__getitem__)
     order: list[str] = []
     while ready:
-        node = ready.pop(0)
-        order.append(node)
-        for c in outgoing[node]:
-            if c in back:
-                continue
-            indegree[c.receiver] -= 1
-            if indegree[c.receiver] == 0:
-                ready.append(c.receiver)
+        current = ready.pop(0)
+        order.append(current)
+        for b in after[current]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                ready.append(b)
         ready.sort(key=rank.__getitem__)
-    return order, back
+    return order
 
 
 def _camel_words(name: str) -> list[str]:
@@ -285,24 +290,8 @@ def _declaration_order(order: list[str], group_of: dict[str, _Group], links: lis
     def unit(node: str) -> str:
         return group_of[node].key if node in group_of else node
 
-    indegree = dict.fromkeys(units, 0)
-    after: dict[str, list[str]] = defaultdict(list)
-    for link in links:
-        a, b = unit(link.sender), unit(link.receiver)
-        if not link.back and a != b and a in rank and b in rank:
-            after[a].append(b)
-            indegree[b] += 1
-    ready = sorted((u for u in units if indegree[u] == 0), key=rank.__getitem__)
-    declared: list[str] = []
-    while ready:
-        current = ready.pop(0)
-        declared.append(current)
-        for b in after[current]:
-            indegree[b] -= 1
-            if indegree[b] == 0:
-                ready.append(b)
-        ready.sort(key=rank.__getitem__)
-    return declared
+    edges = [(unit(link.sender), unit(link.receiver)) for link in links if not link.back]
+    return _stable_topological_order(units, [(a, b) for a, b in edges if a != b and a in rank and b in rank], rank)
 
 
 def _flowchart(pipeline: Pipeline, direction: str, order: list[str], groups: list[_Group], links: list[_Link]) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from processes import stop
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
@@ -101,16 +101,6 @@ def _wait_up(process: subprocess.Popen, url: str) -> None:
     pytest.fail(f"hayhooks run did not come up (exit code {process.poll()})")
 
 
-def _stop(process: subprocess.Popen) -> str:
-    process.send_signal(signal.SIGINT)
-    try:
-        output, _ = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-    return output
-
-
 def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], tmp_path: Path) -> None:
     from adaptive_retrieval.pipelines.app import free_port
 
@@ -149,5 +139,5 @@ def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], 
         assert documents and Path(documents[0]["meta"]["source"]).name == "try.txt", result
         assert result["router"]["intent"], result["router"]
     finally:
-        output = _stop(server)
+        output = stop(server)
     assert "Traceback" not in output, output[-3000:]

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from processes import stop
 
 from adaptive_retrieval.components.retrieval.channels import pipeline_channels
 from adaptive_retrieval.components.routing.profiles import INTENTS
@@ -326,16 +326,6 @@ def _wait_status(process: subprocess.Popen, url: str, wanted: int) -> dict[str, 
     return status
 
 
-def _stop(process: subprocess.Popen) -> str:
-    process.send_signal(signal.SIGINT)
-    try:
-        output, _ = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-    return output
-
-
 def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
     """``HAYHOOKS_DURABLE_MODE=true hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and
     stray modules in it: the wrappers are served, the deploy routes are not."""
@@ -359,7 +349,7 @@ def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
         assert (deploy.status_code, undeploy.status_code) == (404, 404)
         assert (folder / "query" / "pipeline_wrapper.py").is_file()
     finally:
-        _stop(process)
+        stop(process)
 
 
 def test_plain_hayhooks_run_serves_the_diagrams(tmp_path: Path) -> None:
@@ -390,7 +380,7 @@ def test_plain_hayhooks_run_serves_the_diagrams(tmp_path: Path) -> None:
         assert both.status_code == 400 and "one pipeline" in both.json()["detail"]
         assert httpx.post(run, json={"detail": "fancy"}, timeout=60).status_code == 422
     finally:
-        _stop(process)
+        stop(process)
 
 
 def test_plain_hayhooks_run_with_deploy_routes_serves_no_pipeline(tmp_path: Path) -> None:
@@ -401,7 +391,7 @@ def test_plain_hayhooks_run_with_deploy_routes_serves_no_pipeline(tmp_path: Path
         assert status.get("pipelines") == ["diagrams"], status
         assert httpx.post(f"{url}/query/run", json={"query": "x"}, timeout=30).status_code == 404
     finally:
-        output = _stop(process)
+        output = stop(process)
     assert "Refusing to serve this pipeline" in output and "HAYHOOKS_DURABLE_MODE=true" in output, output[-3000:]
 
 
@@ -554,6 +544,6 @@ def test_plain_hayhooks_run_refuses_a_token_it_cannot_enforce(tmp_path: Path) ->
     try:
         output, _ = process.communicate(timeout=180)
     except subprocess.TimeoutExpired:
-        output = _stop(process)
+        output = stop(process)
     assert process.returncode != 0, output[-3000:]
     assert "cannot require it" in output and "adaptive-retrieval serve" in output, output[-3000:]
