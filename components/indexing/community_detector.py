@@ -23,11 +23,12 @@ import time
 from typing import Any
 
 import numpy as np
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component, default_from_dict
 
 from adaptive_retrieval.components.indexing.entity_extractor import normalise_key
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import to_dict_with_stores
 
 logger = logging.getLogger(__name__)
 
@@ -103,22 +104,7 @@ class CommunityDetector:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the graph store's own dictionary."""
-        return default_to_dict(
-            self,
-            graph_store=self.graph_store.to_dict(),
-            model=self.model,
-            precision=self.precision,
-            device=self.device,
-            resolutions=self.resolutions,
-            change_threshold=self.change_threshold,
-            min_changes=self.min_changes,
-            min_community_size=self.min_community_size,
-            min_edge_weight=self.min_edge_weight,
-            summary_entities=self.summary_entities,
-            summary_sentences=self.summary_sentences,
-            chunks_per_community=self.chunks_per_community,
-            seed=self.seed,
-        )
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CommunityDetector:

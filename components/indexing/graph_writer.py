@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from haystack import component, default_from_dict, default_to_dict
+from haystack import component, default_from_dict
 
 from adaptive_retrieval.components.indexing.faults import fault_point
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import to_dict_with_stores
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class GraphWriter:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the graph store's own dictionary."""
-        return default_to_dict(self, graph_store=self.graph_store.to_dict())
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GraphWriter:

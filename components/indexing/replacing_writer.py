@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict
 from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components.indexing.faults import fault_point
 from adaptive_retrieval.components.indexing.ids import chunk_id
-from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +66,7 @@ class ReplacingDocumentWriter:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the store's own dictionary."""
-        return default_to_dict(
-            self, document_store=self.document_store.to_dict(), write_batch_size=self.write_batch_size
-        )
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReplacingDocumentWriter:

@@ -21,13 +21,13 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
 from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
-from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
@@ -79,16 +79,7 @@ class GraphGlobalRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with both stores' own dictionaries."""
-        return default_to_dict(
-            self,
-            graph_store=self.graph_store.to_dict(),
-            document_store=self.document_store.to_dict(),
-            top_k=self.top_k,
-            max_communities=self.max_communities,
-            chunks_per_community=self.chunks_per_community,
-            level=self.level,
-            min_similarity=self.min_similarity,
-        )
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GraphGlobalRetriever:

@@ -36,13 +36,13 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
 from adaptive_retrieval.components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
-from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
@@ -156,23 +156,7 @@ class GraphLocalRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with both stores' own dictionaries."""
-        return default_to_dict(
-            self,
-            graph_store=self.graph_store.to_dict(),
-            document_store=self.document_store.to_dict(),
-            top_k=self.top_k,
-            seed_hits=self.seed_hits,
-            hit_seed_weight=self.hit_seed_weight,
-            hit_decay=self.hit_decay,
-            max_seeds=self.max_seeds,
-            hop_seeds=self.hop_seeds,
-            neighbours_per_seed=self.neighbours_per_seed,
-            hop_decay=self.hop_decay,
-            max_chunks_per_entity=self.max_chunks_per_entity,
-            max_ngram=self.max_ngram,
-            similarity_weight=self.similarity_weight,
-            candidate_pool=self.candidate_pool,
-        )
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GraphLocalRetriever:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict
 from scipy import sparse
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
@@ -52,7 +52,7 @@ from adaptive_retrieval.components.retrieval.channel import channel_enabled, sea
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
 from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
 from adaptive_retrieval.components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
-from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
@@ -207,28 +207,7 @@ class GraphPPRRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with both stores' own dictionaries."""
-        return default_to_dict(
-            self,
-            graph_store=self.graph_store.to_dict(),
-            document_store=self.document_store.to_dict(),
-            top_k=self.top_k,
-            seed_hits=self.seed_hits,
-            hit_seed_weight=self.hit_seed_weight,
-            hit_decay=self.hit_decay,
-            partial_weight=self.partial_weight,
-            max_seeds=self.max_seeds,
-            chunks_per_entity=self.chunks_per_entity,
-            hops=self.hops,
-            expand_per_hop=self.expand_per_hop,
-            max_expand_df=self.max_expand_df,
-            restart=self.restart,
-            iterations=self.iterations,
-            similarity_weight=self.similarity_weight,
-            candidate_pool=self.candidate_pool,
-            max_ngram=self.max_ngram,
-            max_top_k=self.max_top_k,
-            exclude_hits=self.exclude_hits,
-        )
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GraphPPRRetriever:

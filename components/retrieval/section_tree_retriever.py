@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
@@ -48,7 +48,7 @@ from adaptive_retrieval.components.retrieval.structural_match import (
     heading_matches_ref,
     resolve,
 )
-from adaptive_retrieval.components.stores.serialization import store_from_init_parameters
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
@@ -132,18 +132,7 @@ class SectionTreeRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the store's own dictionary."""
-        return default_to_dict(
-            self,
-            document_store=self.document_store.to_dict(),
-            top_k=self.top_k,
-            max_sections=self.max_sections,
-            chunks_per_section=self.chunks_per_section,
-            max_documents=self.max_documents,
-            candidate_pool=self.candidate_pool,
-            discount=self.discount,
-            parent_weight=self.parent_weight,
-            document_weight=self.document_weight,
-        )
+        return to_dict_with_stores(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SectionTreeRetriever:
