@@ -39,7 +39,6 @@ import numpy as np
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from adaptive_retrieval.pipelines.threads import limit_blas_threads  # noqa: E402
 from evaluation.data import EvalSet, Passage  # noqa: E402

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.export import packaged_minilm_dir

@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +29,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document  # noqa: E402

@@ -31,7 +31,6 @@ import contextlib
 import json
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,7 +39,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack.document_stores.types import DuplicatePolicy  # noqa: E402

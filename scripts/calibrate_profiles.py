@@ -40,7 +40,6 @@ import numpy as np
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner  # noqa: E402
 from adaptive_retrieval.components.retrieval.channel import channel_enabled  # noqa: E402

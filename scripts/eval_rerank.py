@@ -25,7 +25,6 @@ import argparse
 import json
 import logging
 import os
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -34,7 +33,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs  # noqa: E402

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.threads import limit_blas_threads

@@ -238,7 +238,6 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
     """Kill ``adaptive-retrieval serve`` during an upload, restart, upload again, compare."""
     import httpx
 
-    sys.path.insert(0, str(ROOT))
     from adaptive_retrieval.pipelines.app import free_port
 
     rng = random.Random(args.seed + 1)
