@@ -28,15 +28,14 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from haystack import Document  # noqa: E402
-from haystack.dataclasses import SparseEmbedding  # noqa: E402
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
-from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch  # noqa: E402
-from evaluation.metrics import percentiles  # noqa: E402
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch
+from evaluation.metrics import percentiles
 
 log = logging.getLogger("bench_store")
 DIM, VOCAB, TOP = 384, 30000, 60

@@ -15,15 +15,14 @@ import os
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from haystack import Document  # noqa: E402
+from haystack import Document
 
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder  # noqa: E402
-from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder  # noqa: E402
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore  # noqa: E402
-from evaluation.data import load_hotpot  # noqa: E402
+from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from evaluation.data import load_hotpot
 
 
 def evaluate(engine: str, evalset, folder: Path) -> tuple[dict[str, float], list[Document]]:
