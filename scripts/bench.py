@@ -8,9 +8,8 @@ indexes N passages through yaml/indexing.yaml into its own Qdrant folder under .
 later runs while the corpus and the YAML are unchanged), then answers --queries queries through yaml/query.yaml:
 
 - indexing throughput (passages/s) and the process's peak RSS while indexing;
-- p50/p95 per stage (Haystack component spans via adaptive_retrieval.pipelines.timing.stage_timings: the component's run
-plus
-  Haystack's copy of its inputs) and end to end, and the peak RSS after querying.
+- p50/p95 per stage (Haystack component spans via adaptive_retrieval.pipelines.timing.stage_timings: the
+  component's run plus Haystack's copy of its inputs) and end to end, and the peak RSS after querying.
 
 Then, on the smallest index, the fused candidates of every query go through MMRSelector and through
 SentenceTransformersDiversityRanker(strategy="maximum_margin_relevance") with the same λ and top_k. For the

@@ -371,8 +371,7 @@ class EdgeDocumentStore:
         with self._opened().write_lock:
             self._update(qe.UpdateOperation.delete_points_by_filter(qe.Filter()))
 
-    # -- searches (adaptive_retrieval.components.stores.vector_search.VectorSearch)
-    # -------------------------------------------------
+    # -- searches (adaptive_retrieval.components.stores.vector_search.VectorSearch) ------------------------------
 
     def search_dense(
         self,
