@@ -17,7 +17,7 @@ the index itself can answer it for questions whose answer we know the location o
    changes is mostly where the evidence sits (the intercept), not which signal matters. The pass threshold is
    quality 0.5, the equal-cost decision of a model fitted on balanced classes (pseudo-queries separate almost
    perfectly, so a threshold tuned on them, Youden's J, reported, lands anywhere in the gap between the
-   classes), lowered where needed so that 90 % of the multi-hop (``bridge``) pseudo-queries with their sources
+   classes), lowered where needed so that 80 % of the multi-hop (``bridge``) pseudo-queries with their sources
    present pass (of all present pseudo-queries when fewer than :data:`MIN_BRIDGES` were drawn): single-hop
    pseudo-queries are the easy case, and a corpus whose questions chain documents needs a lower bar.
    The model, its in-sample and cross-validated AUROC and pass rates, and what was sampled are written to
@@ -59,8 +59,10 @@ DEFAULT_L2 = 100.0
 #: Pass threshold of a self-calibration (see the module docstring) ...
 PASS_THRESHOLD = 0.5
 #: ... lowered where needed so that at least this share of multi-hop pseudo-queries with their sources present
-#: pass: a flag on evidence that is there costs a needless retry and a false warning.
-MIN_PRESENT_PASS = 0.9
+#: pass: a flag on evidence that is there costs a needless retry and a false warning. 0.8 is the answerable pass
+#: rate the gate is asked to keep (issue 17); at 0.9 the threshold sank so low on musique_dev100 that 40 % of its
+#: unanswerable questions passed (scripts/eval_gate_transfer.py, README).
+MIN_PRESENT_PASS = 0.8
 #: Fewest bridge pseudo-queries the threshold is read from (fewer: all present pseudo-queries).
 MIN_BRIDGES = 10
 #: Share of pseudo-queries drawn as bridges where the chunk names another document's title.
@@ -138,22 +140,45 @@ def _sample_words(rng: np.random.Generator, words: list[str], low: int, high: in
     return [words[i] for i in keep]
 
 
-def _name(chunk: Document) -> str:
-    """What a question about this chunk would name: its section heading, else its document's title."""
+_NUMBERING = re.compile(r"^\s*(?:[A-Z]\.|[IVX]+\.|\d+(?:\.\d+)*\.?)\s+")
+
+
+def _heading(chunk: Document) -> str:
     path = chunk.meta.get("section_path") or []
-    heading = str(path[-1]).strip() if path else ""
-    return heading if 0 < len(heading) <= 80 else str(chunk.meta.get("title") or "").strip()
+    return str(path[-1]).strip() if path else ""
+
+
+def _heading_key(heading: str) -> str:
+    """A heading without its numbering, lower-cased: "1. Introduction" and "1 INTRODUCTION" are one heading."""
+    return _NUMBERING.sub("", heading).strip().lower()
+
+
+def _title_name(title: str) -> str:
+    """How a question names a document by its title: the name before a subtitle ("BERT: Pre-training of …" →
+    "BERT"), else the whole title."""
+    head, sep, _ = title.partition(":")
+    return head.strip() if sep and 0 < len(head.split()) <= 5 else title.strip()
+
+
+def _name(chunk: Document, shared_headings: set[str]) -> str:
+    """What a question about this chunk would name: its section heading when that heading is the chunk's own
+    (a heading that several documents share — "Introduction", "References" — names none of them), else its
+    document's title."""
+    heading = _heading(chunk)
+    if 0 < len(heading) <= 80 and _heading_key(heading) not in shared_headings:
+        return heading
+    return _title_name(str(chunk.meta.get("title") or ""))
 
 
 def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[PseudoQuery]:
     """Up to ``n`` pseudo-queries drawn from ``chunks``, deterministic for a seed.
 
     A question names its subject and asks about a few of its facts: ``named`` = a question word, the chunk's
-    section heading or title and 3–6 content words of one of its sentences (in their order; the question word
-    is a stop word, so it only shapes the embedding);
-    ``bridge`` (where a chunk names another document's title, half of the time) = 2–4 words
-    of the chunk, that title and 2–4 words of the other document, with both documents as sources. A "word" is
-    a content word or a whole name (:func:`_content_words`).
+    section heading (its document's title where other documents share that heading) and 3–6 content words of
+    one of its sentences (in their order; the question word is a stop word, so it only shapes the embedding);
+    ``bridge`` (where a chunk names another document's title, half of the time) = 2–4 words of the chunk, that
+    title and 2–4 words of the other document, with both documents as sources. A "word" is a content word or a
+    whole name (:func:`_content_words`).
 
     :raises ValueError: when fewer than two documents have text to draw from (nothing to exclude against).
     """
@@ -168,6 +193,11 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
         msg = f"Self-calibration needs at least 2 indexed documents with text; the index has {len(docs)}"
         raise ValueError(msg)
     titles = {d: str(by_doc[d][0].meta.get("title") or "").strip() for d in docs}
+    heading_docs: dict[str, set[str]] = defaultdict(set)
+    for doc in docs:
+        for chunk in by_doc[doc]:
+            heading_docs[_heading_key(_heading(chunk))].add(doc)
+    shared_headings = {key for key, owners in heading_docs.items() if key and len(owners) > 1}
     title_to_doc = {t.lower(): d for d, t in titles.items() if len(t) >= 4}
 
     def pick(doc: str) -> tuple[Document, list[str]]:
@@ -198,7 +228,7 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
             out.append(PseudoQuery(_question(query), [doc, other], "bridge"))
             continue
         body = _sample_words(rng, words, 3, 6)
-        name = _name(chunk)
+        name = _name(chunk, shared_headings)
         out.append(PseudoQuery(_question([ask, *([name + ","] if name else []), *body]), [doc], "named"))
     return out
 

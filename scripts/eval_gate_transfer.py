@@ -41,7 +41,7 @@ from calibrate_gate import features, run_both, stores_of  # noqa: E402
 from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
-from evaluation.data import EvalSet, load_hotpot, load_jsonl  # noqa: E402
+from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl  # noqa: E402
 from evaluation.systems import AdaptiveSystem, eval_folder  # noqa: E402
 
 
@@ -118,6 +118,7 @@ def evaluate_set(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hotpot", default=None)
+    parser.add_argument("--aragog", default=None, help="ARAGOG folder (unanswerable: the question's paper removed)")
     parser.add_argument("--corpus", action="append", default=[])
     parser.add_argument("--questions", default=None)
     parser.add_argument("--name", default=None)
@@ -133,12 +134,14 @@ def main() -> None:
     sets = []
     if args.hotpot:
         sets.append(load_hotpot(args.hotpot))
+    if args.aragog:
+        sets.append(load_aragog(args.aragog))
     if args.corpus or args.questions:
         if not (args.corpus and args.questions):
             raise SystemExit("--corpus and --questions go together")
         sets.append(load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).parent.name))
     if not sets:
-        raise SystemExit("Give --hotpot and/or --corpus/--questions")
+        raise SystemExit("Give --hotpot, --aragog and/or --corpus/--questions")
     dump = Path(args.dump) if args.dump else None
     if dump:
         dump.mkdir(parents=True, exist_ok=True)
