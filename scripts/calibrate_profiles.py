@@ -53,7 +53,7 @@ from adaptive_retrieval.components.routing.profiles import (  # noqa: E402
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector  # noqa: E402
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query  # noqa: E402
-from evaluation.data import EvalSet, Question, load_aragog, load_hotpot, load_wiki2  # noqa: E402
+from evaluation.data import EvalSet, Question, load_aragog, load_hotpot, load_jsonl, load_wiki2  # noqa: E402
 from evaluation.metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
 
@@ -452,6 +452,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--wiki2", help="2Wiki corpus.json added to HotpotQA as distractors")
     parser.add_argument("--wiki2-limit", type=int, default=None)
     parser.add_argument("--aragog", help="ARAGOG folder")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        help="JSONL {id, title, text} corpus of --questions; a .json [{title, text}] list adds distractors; repeatable",
+    )
+    parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type} (with --corpus)")
+    parser.add_argument("--name", help="name of that set (default: the questions file's stem)")
+    parser.add_argument("--query-yaml", default="query", help="query pipeline to capture (query_ppr: with graph_ppr)")
     parser.add_argument("--held-out", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=2)
@@ -474,8 +483,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         sets.append(hotpot)
     if args.aragog:
         sets.append(load_aragog(args.aragog))
+    if args.corpus or args.questions:
+        jsonl = [c for c in args.corpus if str(c).endswith(".jsonl")]
+        if not (jsonl and args.questions):
+            raise SystemExit("--questions needs a JSONL --corpus, and a --corpus needs --questions")
+        evalset = load_jsonl(jsonl, args.questions, name=args.name or Path(args.questions).stem)
+        for extra in (c for c in args.corpus if not str(c).endswith(".jsonl")):
+            evalset = evalset.with_distractors(load_wiki2(extra))  # as scripts/evaluate.py adds them
+        sets.append(evalset)
     if not sets:
-        raise SystemExit("Give --hotpot and/or --aragog")
+        raise SystemExit("Give --hotpot, --aragog and/or --corpus/--questions")
 
     train: list[Captured] = []
     test: list[Captured] = []
@@ -484,7 +501,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start_profiles: dict[str, dict[str, Any]] | None = None
     try:
         for evalset in sets:
-            system = AdaptiveSystem(eval_folder(Path(args.root), evalset.name) / "adaptive")
+            system = AdaptiveSystem(eval_folder(Path(args.root), evalset.name) / "adaptive", query_yaml=args.query_yaml)
             log(f"[calibrate] {evalset.name}: indexing (cached when unchanged) ...")
             stats = system.index(evalset)
             tail = find_tail(system.pipeline)

@@ -42,3 +42,19 @@ class TestEdgeDocumentStoreHaystackSuites(
         assert document_store.write_documents([doc]) == 1
         assert document_store.write_documents([Document(id=doc.id, content="second")]) == 1
         assert [d.content for d in document_store.filter_documents()] == ["second"]
+
+
+def test_hnsw_ef_is_validated_serialised_and_searched_with(tmp_path) -> None:
+    """``hnsw_ef`` reaches the engine's search (both settings find the nearest document) and the YAML."""
+    with pytest.raises(ValueError, match="hnsw_ef"):
+        EdgeDocumentStore(path=str(tmp_path / "bad"), hnsw_ef=0)
+    docs = [Document(content=f"doc {i}", embedding=[1.0, float(i), 0.5, 0.0]) for i in range(20)]
+    for ef in (None, 512):
+        store = EdgeDocumentStore(path=str(tmp_path / f"ef{ef}"), embedding_dim=4, hnsw_ef=ef)
+        try:
+            store.write_documents(docs)
+            assert store.to_dict()["init_parameters"]["hnsw_ef"] == ef
+            assert EdgeDocumentStore.from_dict(store.to_dict()).hnsw_ef == ef
+            assert store.search_dense([1.0, 7.0, 0.5, 0.0], top_k=1)[0].content == "doc 7"
+        finally:
+            store.close()

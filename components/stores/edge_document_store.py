@@ -56,6 +56,8 @@ DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
     "meta.source": "keyword",
     "meta.section_id": "keyword",
 }
+#: HNSW search breadth of dense queries (see ``EdgeDocumentStore(hnsw_ef=...)``).
+DEFAULT_HNSW_EF = 256
 #: Points written since the last HNSW build above which :meth:`EdgeDocumentStore.optimize` rebuilds it. Below
 #: it, the unindexed points are few enough that Edge's exact scan of them costs less than a rebuild.
 DEFAULT_OPTIMIZE_THRESHOLD = 5000
@@ -128,6 +130,11 @@ class EdgeDocumentStore:
     :param payload_fields_to_index: ``{field: schema}`` payload indexes (keyword, integer, float, bool, datetime,
         text); default: the fields the pipelines filter on.
     :param optimize_threshold: see :meth:`optimize`.
+    :param hnsw_ef: candidates the HNSW graph search keeps per dense query (``None``: Edge's default). The channels
+        search with a filter (``meta.level == 0``), which costs a graph search recall: on the 9,798-chunk MuSiQue +
+        2Wiki index the default found 98.1 % of the exact top 20 (80 % at worst), 256 finds 99.85 % for 0.1 ms
+        more per search (0.73 → 0.83 ms; exact search 0.96 ms). Points not yet in an HNSW graph are always
+        searched exactly.
     :param create: create the index when the folder holds none (the indexing side). ``False`` (the query side)
         makes opening a missing index an :class:`IndexNotFoundError` naming the folder, instead of an empty store.
     """
@@ -142,6 +149,7 @@ class EdgeDocumentStore:
         sparse_idf: bool = True,
         payload_fields_to_index: dict[str, str] | None = None,
         optimize_threshold: int = DEFAULT_OPTIMIZE_THRESHOLD,
+        hnsw_ef: int | None = DEFAULT_HNSW_EF,
         create: bool = True,
     ) -> None:
         if similarity not in _DISTANCES:
@@ -149,6 +157,9 @@ class EdgeDocumentStore:
             raise ValueError(msg)
         if not isinstance(embedding_dim, int) or embedding_dim <= 0:
             msg = f"embedding_dim must be a positive integer, got {embedding_dim!r}"
+            raise ValueError(msg)
+        if hnsw_ef is not None and (not isinstance(hnsw_ef, int) or hnsw_ef < 1):
+            msg = f"hnsw_ef must be a positive integer or None, got {hnsw_ef!r}"
             raise ValueError(msg)
         unknown = {s for s in (payload_fields_to_index or {}).values()} - set(_SCHEMAS)
         if unknown:
@@ -162,6 +173,7 @@ class EdgeDocumentStore:
         self.sparse_idf = sparse_idf
         self.payload_fields_to_index = payload_fields_to_index
         self.optimize_threshold = optimize_threshold
+        self.hnsw_ef = hnsw_ef
         self.create = create
         self._open: _OpenShard | None = None
         self._key: str | None = None
@@ -181,6 +193,7 @@ class EdgeDocumentStore:
             sparse_idf=self.sparse_idf,
             payload_fields_to_index=self.payload_fields_to_index,
             optimize_threshold=self.optimize_threshold,
+            hnsw_ef=self.hnsw_ef,
             create=self.create,
         )
 
@@ -394,7 +407,8 @@ class EdgeDocumentStore:
             )
             raise ValueError(msg)
         query = qe.Query.Nearest([float(v) for v in query_embedding], using=DENSE_VECTORS_NAME)
-        return self._query(query, top_k, filters, return_embedding, score_threshold)
+        params = qe.SearchParams(hnsw_ef=self.hnsw_ef) if self.hnsw_ef is not None else None
+        return self._query(query, top_k, filters, return_embedding, score_threshold, params)
 
     def search_sparse(
         self,
@@ -476,6 +490,7 @@ class EdgeDocumentStore:
         filters: dict[str, Any] | None,
         return_embedding: bool,
         score_threshold: float | None,
+        params: Any = None,
     ) -> list[Document]:
         request = qe.QueryRequest(
             limit=int(top_k),
@@ -484,6 +499,7 @@ class EdgeDocumentStore:
             with_payload=True,
             with_vector=[DENSE_VECTORS_NAME] if return_embedding else False,
             score_threshold=score_threshold,
+            params=params,
         )
         return [point_to_document(p, p.score) for p in self.shard.query(request)]
 
