@@ -17,7 +17,7 @@ the index itself can answer it for questions whose answer we know the location o
    changes is mostly where the evidence sits (the intercept), not which signal matters. The pass threshold is
    quality 0.5, the equal-cost decision of a model fitted on balanced classes (pseudo-queries separate almost
    perfectly, so a threshold tuned on them, Youden's J, reported, lands anywhere in the gap between the
-   classes), lowered where needed so that 80 % of the multi-hop (``bridge``) pseudo-queries with their sources
+   classes), lowered where needed so that 90 % of the multi-hop (``bridge``) pseudo-queries with their sources
    present pass (of all present pseudo-queries when fewer than :data:`MIN_BRIDGES` were drawn): single-hop
    pseudo-queries are the easy case, and a corpus whose questions chain documents needs a lower bar.
    The model, its in-sample and cross-validated AUROC and pass rates, and what was sampled are written to
@@ -59,10 +59,10 @@ DEFAULT_L2 = 100.0
 #: Pass threshold of a self-calibration (see the module docstring) ...
 PASS_THRESHOLD = 0.5
 #: ... lowered where needed so that at least this share of multi-hop pseudo-queries with their sources present
-#: pass: a flag on evidence that is there costs a needless retry and a false warning. 0.8 is the answerable pass
-#: rate the gate is asked to keep (issue 17); at 0.9 the threshold sank so low on musique_dev100 that 40 % of its
-#: unanswerable questions passed (scripts/eval_gate_transfer.py, README).
-MIN_PRESENT_PASS = 0.8
+#: pass: a flag on evidence that is there costs a needless retry and a false warning. 0.8 (the answerable pass
+#: rate the gate is asked to keep) was tried: musique_dev100 then passes 69 % / 15 % instead of 95 % / 40 %, and
+#: the demo's index flags 4 of its 7 correct answers (scripts/eval_gate_transfer.py, README).
+MIN_PRESENT_PASS = 0.9
 #: Fewest bridge pseudo-queries the threshold is read from (fewer: all present pseudo-queries).
 MIN_BRIDGES = 10
 #: Share of pseudo-queries drawn as bridges where the chunk names another document's title.
