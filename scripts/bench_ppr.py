@@ -23,11 +23,12 @@ What is real and what is synthetic:
   random chunks of the whole index, fetched from the document store as the dense channel would return them, so
   the walk is seeded as in the pipeline (with better hits than a real dense channel would give).
 
-What is timed (``time.perf_counter``, after a warm-up, the two channels interleaved per query): the channel's
-``run()`` as the query pipeline calls it, its graph part (``GraphPPRRetriever.walk`` /
-``GraphLocalRetriever.search``: entity linking, graph reads, PageRank or scoring), the graph-store reads inside
-it (a subclass of ``SQLiteGraphStore`` that times its public read methods), and the rest of ``run()`` — the
-document-store fetch of the candidates with their vectors and the blend — as run minus graph part.
+What is timed (``time.perf_counter``, after a warm-up; sizes and channels interleaved query by query, so a change
+in the shared machine's load hits all alike): the channel's ``run()`` as the query pipeline calls it, its graph part
+(``GraphPPRRetriever.walk`` / ``GraphLocalRetriever.search``: entity linking, graph reads, PageRank or scoring),
+the graph-store reads inside it (a subclass of ``SQLiteGraphStore`` that times its public read methods), and the
+rest of ``run()`` — the document-store fetch of the candidates with their vectors and the blend — as run minus
+graph part (the graph part is timed in a second call right after ``run()``, on warm caches).
 
 Built stores are cached under ``--root`` (one folder per replica count, extraction cached per replica), so a
 re-run only queries. Latency is only meaningful as ratios within one run on a shared machine.
@@ -152,17 +153,19 @@ def load_corpus(data: Path) -> tuple[list[Passage], list[Question]]:
 
 
 def extracted(passages: list[Passage], replica: int, cache: Path) -> tuple[list[ChunkEntities], float]:
-    """The extractor's output for one replica (one batch, as one indexing run), cached; and its seconds."""
-    file = cache / f"entities-r{replica}.pkl"
-    if file.exists():
+    """The extractor's output for one replica (one batch, as one indexing run) and the seconds it took, both
+    cached."""
+    file, seconds_file = cache / f"entities-r{replica}.pkl", cache / f"entities-r{replica}.seconds"
+    if file.exists() and seconds_file.exists():
         with file.open("rb") as fh:
-            return pickle.load(fh), 0.0  # our own cache file
+            return pickle.load(fh), float(seconds_file.read_text())  # our own cache file
     start = time.perf_counter()
     entities = EntityExtractor().run(documents=replica_documents(passages, replica))["entities"]
     seconds = time.perf_counter() - start
     cache.mkdir(parents=True, exist_ok=True)
     with file.open("wb") as fh:
         pickle.dump(entities, fh)
+    seconds_file.write_text(f"{seconds:.3f}")
     return entities, seconds
 
 
@@ -277,51 +280,69 @@ def timed(graph: TimedGraphStore, call: Any) -> tuple[float, float, Any]:
     return time.perf_counter() - start, graph.read_s, result
 
 
-def measure(folder: Path, qs: list[Query], warmup: int, repeat: int) -> dict[str, Timings]:
-    """Time both channels on the stores in ``folder``, interleaved per query."""
-    graph = TimedGraphStore(path=str(folder / "graph.sqlite"), create=False)
-    store = EdgeDocumentStore(path=str(folder / "edge"), use_sparse_embeddings=False, create=False)
-    ppr = GraphPPRRetriever(graph_store=graph, document_store=store)
-    local = GraphLocalRetriever(graph_store=graph, document_store=store)
-    top_k = 20  # the channels' default; graph_ppr caps it at its max_top_k
+class Bench:
+    """Both channels on the stores of one size, with that size's queries."""
 
-    def ppr_run(q: Query) -> Any:
-        return ppr.run(query=q.text, query_embedding=q.vector, top_k=top_k, nearest=q.nearest, lexical=q.lexical)
+    def __init__(self, folder: Path, qs: list[Query], top_k: int = 20) -> None:
+        self.graph = TimedGraphStore(path=str(folder / "graph.sqlite"), create=False)
+        self.store = EdgeDocumentStore(path=str(folder / "edge"), use_sparse_embeddings=False, create=False)
+        self.ppr = GraphPPRRetriever(graph_store=self.graph, document_store=self.store)
+        self.local = GraphLocalRetriever(graph_store=self.graph, document_store=self.store)
+        self.qs = qs
+        self.top_k = top_k  # the channels' default; graph_ppr caps it at its max_top_k
+        self.timings = {"graph_ppr": Timings(), "graph_local": Timings()}
 
-    def ppr_graph(q: Query) -> Any:
-        return ppr.walk(q.text, ppr.hit_seeds(q.nearest, q.lexical))
+    def calls(self, name: str, q: Query) -> tuple[Any, Any]:
+        """(the channel's ``run`` as the pipeline calls it, its graph part) for one query, as zero-argument calls."""
+        if name == "graph_ppr":
+            return (
+                lambda: self.ppr.run(
+                    query=q.text, query_embedding=q.vector, top_k=self.top_k, nearest=q.nearest, lexical=q.lexical
+                ),
+                lambda: self.ppr.walk(q.text, self.ppr.hit_seeds(q.nearest, q.lexical)),
+            )
+        return (
+            lambda: self.local.run(query=q.text, query_embedding=q.vector, top_k=self.top_k, nearest=q.nearest),
+            lambda: self.local.search(q.text, q.vector, self.top_k, q.nearest),
+        )
 
-    def local_run(q: Query) -> Any:
-        return local.run(query=q.text, query_embedding=q.vector, top_k=top_k, nearest=q.nearest)
+    def once(self, name: str, index: int, record: bool = True) -> None:
+        """Run and time channel ``name`` on query ``index``: its ``run`` first, then its graph part alone."""
+        q = self.qs[index]
+        run_fn, graph_fn = self.calls(name, q)
+        run_s, _, result = timed(self.graph, run_fn)
+        if result["documents"] is None:
+            msg = f"{name} failed on {q.text!r} (see the log)"
+            raise RuntimeError(msg)
+        graph_s, reads_s, _ = timed(self.graph, graph_fn)
+        if record:
+            t = self.timings[name]
+            t.run.append(run_s)
+            t.graph.append(graph_s)
+            t.reads.append(reads_s)
+            t.rest.append(max(run_s - graph_s, 0.0))
+            t.returned.append(len(result["documents"]))
 
-    def local_graph(q: Query) -> Any:
-        return local.search(q.text, q.vector, top_k, q.nearest)
+    def close(self) -> None:
+        self.graph.close()
+        self.store.close()
 
-    channels = {"graph_ppr": (ppr_run, ppr_graph), "graph_local": (local_run, local_graph)}
-    for q in qs[:warmup]:
-        for run_fn, graph_fn in channels.values():
-            run_fn(q)
-            graph_fn(q)
-    out = {name: Timings() for name in channels}
-    for _ in range(repeat):
-        for index, q in enumerate(qs):
-            # Alternate which channel goes first, so neither always finds the caches the other warmed.
-            order = list(channels.items()) if index % 2 == 0 else list(reversed(channels.items()))
-            for name, (run_fn, graph_fn) in order:
-                run_s, _, result = timed(graph, lambda f=run_fn, q=q: f(q))
-                if result["documents"] is None:
-                    msg = f"{name} failed on {q.text!r} (see the log)"
-                    raise RuntimeError(msg)
-                graph_s, reads_s, _ = timed(graph, lambda f=graph_fn, q=q: f(q))
-                t = out[name]
-                t.run.append(run_s)
-                t.graph.append(graph_s)
-                t.reads.append(reads_s)
-                t.rest.append(max(run_s - graph_s, 0.0))
-                t.returned.append(len(result["documents"]))
-    graph.close()
-    store.close()
-    return out
+
+def measure(benches: list[Bench], warmup: int, repeat: int) -> None:
+    """Time both channels at every size, interleaved query by query (so a change in the shared machine's load
+    hits every size and channel alike); the order of sizes and of channels alternates."""
+    names = ["graph_ppr", "graph_local"]
+    n = min(len(b.qs) for b in benches)
+    for index in range(min(warmup, n)):
+        for bench in benches:
+            for name in names:
+                bench.once(name, index, record=False)
+    for round_ in range(repeat):
+        for index in range(n):
+            flip = (index + round_) % 2
+            for bench in benches[::-1] if flip else benches:
+                for name in names[::-1] if (index // 2 + round_) % 2 else names:
+                    bench.once(name, index)
 
 
 # -- report --------------------------------------------------------------------------------------------------
@@ -405,8 +426,8 @@ def main() -> None:
     parser.add_argument("--root", default=str(ROOT / ".adaptive" / "bench-ppr"), help="cache folder of built stores")
     parser.add_argument("--data", default=str(default_data()), help="folder with musique_dev100, wiki2_corpus, …")
     parser.add_argument("--queries", type=int, default=100, help="MuSiQue questions timed (at most 100)")
-    parser.add_argument("--warmup", type=int, default=5, help="questions run untimed first, per size")
-    parser.add_argument("--repeat", type=int, default=2, help="timed passes over the questions, per size")
+    parser.add_argument("--warmup", type=int, default=5, help="questions run untimed first (every size and channel)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed passes over the questions")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -415,23 +436,34 @@ def main() -> None:
     passages, questions = load_corpus(data)
     root = Path(args.root)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    results = []
-    for size in sizes:
-        replicas = max(1, round(size / len(passages)))
+    built = []
+    for replicas in sorted({max(1, round(size / len(passages))) for size in sizes}):
         start = time.perf_counter()
         record = build(passages, replicas, root)
-        build_s = time.perf_counter() - start
         logger.warning(
-            "r%d: %d chunks, %d entities (build/load %.0f s)", replicas, record["chunks"], record["entities"], build_s
+            "r%d: %d chunks, %d entities (build/load %.0f s)",
+            replicas,
+            record["chunks"],
+            record["entities"],
+            time.perf_counter() - start,
         )
-        folder = root / f"r{replicas}"
+        built.append(record)
+    benches = []
+    for record in built:
+        folder = root / f"r{record['replicas']}"
         store = EdgeDocumentStore(path=str(folder / "edge"), use_sparse_embeddings=False, create=False)
-        qs = queries(questions, passages, store, replicas, min(args.queries, len(questions)))
+        qs = queries(questions, passages, store, record["replicas"], min(args.queries, len(questions)))
         store.close()
-        timings = measure(folder, qs, args.warmup, args.repeat)
-        results.append({"size": size, "build": record, "channels": {k: summary(v) for k, v in timings.items()}})
-        release_all_clients()
-        release_all_connections()
+        benches.append(Bench(folder, qs))
+    measure(benches, args.warmup, args.repeat)
+    results = [
+        {"build": record, "channels": {k: summary(v) for k, v in bench.timings.items()}}
+        for record, bench in zip(built, benches, strict=True)
+    ]
+    for bench in benches:
+        bench.close()
+    release_all_clients()
+    release_all_connections()
     report = table(results)
     print(report)
     if args.json:
