@@ -235,6 +235,7 @@ class Timings:
     reads: list[float] = field(default_factory=list)
     rest: list[float] = field(default_factory=list)
     returned: list[int] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -314,7 +315,7 @@ class Bench:
         if result["documents"] is None:
             msg = f"{name} failed on {q.text!r} (see the log)"
             raise RuntimeError(msg)
-        graph_s, reads_s, _ = timed(self.graph, graph_fn)
+        graph_s, reads_s, part = timed(self.graph, graph_fn)
         if record:
             t = self.timings[name]
             t.run.append(run_s)
@@ -322,6 +323,8 @@ class Bench:
             t.reads.append(reads_s)
             t.rest.append(max(run_s - graph_s, 0.0))
             t.returned.append(len(result["documents"]))
+            if name == "graph_ppr":  # the walk's subgraph: entity and chunk nodes
+                t.nodes.append(len(part.entities) + len(part.chunks))
 
     def close(self) -> None:
         self.graph.close()
@@ -361,6 +364,7 @@ def summary(t: Timings) -> dict[str, float]:
         "reads_p50_ms": pct(t.reads, 50),
         "rest_p50_ms": pct(t.rest, 50),
         "returned_mean": float(np.mean(t.returned)),
+        "subgraph_nodes_mean": float(np.mean(t.nodes)) if t.nodes else None,
         "calls": len(t.run),
     }
 
@@ -369,17 +373,24 @@ def table(results: list[dict[str, Any]]) -> str:
     """The markdown table, one row per size and channel, then the ratios largest / smallest size."""
     lines = [
         "| chunks | entities | mentions | graph file | channel | p50 ms | p95 ms | graph part p50 | "
-        "store reads p50 | fetch+blend p50 | docs |",
-        "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        "store reads p50 | fetch+blend p50 | docs | walk nodes |",
+        "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         b = r["build"]
         for name, s in r["channels"].items():
+            nodes = "–" if s["subgraph_nodes_mean"] is None else f"{s['subgraph_nodes_mean']:,.0f}"
             lines.append(
                 f"| {b['chunks']:,} | {b['entities']:,} | {b['mentions']:,} | {b['graph_bytes'] / 2**20:.0f} MiB "
                 f"| {name} | {s['p50_ms']:.1f} | {s['p95_ms']:.1f} | {s['graph_p50_ms']:.1f} | "
-                f"{s['reads_p50_ms']:.1f} | {s['rest_p50_ms']:.1f} | {s['returned_mean']:.1f} |"
+                f"{s['reads_p50_ms']:.1f} | {s['rest_p50_ms']:.1f} | {s['returned_mean']:.1f} | {nodes} |"
             )
+    lines.append("")
+    lines.append(
+        "Graph part: `walk()` (graph_ppr) / `search()` (graph_local); store reads: the graph-store reads within it; "
+        "fetch+blend: `run()` minus graph part; docs: mean returned; walk nodes: mean entity + chunk nodes of "
+        "graph_ppr's subgraph."
+    )
     if len(results) >= 2:
         small, large = results[0], results[-1]
         growth = large["build"]["chunks"] / small["build"]["chunks"]
