@@ -33,7 +33,7 @@ graph part (the graph part is timed in a second call right after ``run()``, on w
 Built stores are cached under ``--root`` (one folder per replica count, extraction cached per replica), so a
 re-run only queries. Latency is only meaningful as ratios within one run on a shared machine.
 
-    PYTHONPATH=$PWD/.shim .venv/bin/python scripts/bench_ppr.py --sizes 10000,100000 --json bench_ppr.json
+    python scripts/bench_ppr.py --sizes 10000,100000 --json bench_ppr.json
 """
 
 from __future__ import annotations
