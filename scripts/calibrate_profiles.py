@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type} (with --corpus)")
     parser.add_argument("--name", help="name of that set (default: the questions file's stem)")
-    parser.add_argument("--query-yaml", default="query", help="query pipeline to capture (query_ppr: with graph_ppr)")
+    parser.add_argument("--query-yaml", default="query", help="query pipeline YAML to capture (name or path)")
     parser.add_argument("--held-out", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=2)
