@@ -53,7 +53,15 @@ from adaptive_retrieval.components.routing.profiles import (  # noqa: E402
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector  # noqa: E402
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query  # noqa: E402
-from evaluation.data import EvalSet, Question, load_aragog, load_hotpot, load_jsonl, load_wiki2  # noqa: E402
+from evaluation.data import (  # noqa: E402
+    EvalSet,
+    Question,
+    add_jsonl_arguments,
+    jsonl_evalset,
+    load_aragog,
+    load_hotpot,
+    load_wiki2,
+)
 from evaluation.metrics import mean_metrics, passage_ranking, question_metrics  # noqa: E402
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402
 
@@ -452,14 +460,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--wiki2", help="2Wiki corpus.json added to HotpotQA as distractors")
     parser.add_argument("--wiki2-limit", type=int, default=None)
     parser.add_argument("--aragog", help="ARAGOG folder")
-    parser.add_argument(
-        "--corpus",
-        action="append",
-        default=[],
-        help="JSONL {id, title, text} corpus of --questions; a .json [{title, text}] list adds distractors; repeatable",
-    )
-    parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type} (with --corpus)")
-    parser.add_argument("--name", help="name of that set (default: the questions file's stem)")
+    add_jsonl_arguments(parser)
     parser.add_argument("--query-yaml", default="query", help="query pipeline YAML to capture (name or path)")
     parser.add_argument("--held-out", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
@@ -484,13 +485,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.aragog:
         sets.append(load_aragog(args.aragog))
     if args.corpus or args.questions:
-        jsonl = [c for c in args.corpus if str(c).endswith(".jsonl")]
-        if not (jsonl and args.questions):
-            raise SystemExit("--questions needs a JSONL --corpus, and a --corpus needs --questions")
-        evalset = load_jsonl(jsonl, args.questions, name=args.name or Path(args.questions).stem)
-        for extra in (c for c in args.corpus if not str(c).endswith(".jsonl")):
-            evalset = evalset.with_distractors(load_wiki2(extra))  # as scripts/evaluate.py adds them
-        sets.append(evalset)
+        sets.append(jsonl_evalset(args.corpus, args.questions, args.name))
     if not sets:
         raise SystemExit("Give --hotpot, --aragog and/or --corpus/--questions")
 

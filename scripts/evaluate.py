@@ -37,7 +37,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.threads import limit_blas_threads
-from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl, load_wiki2
+from evaluation.data import EvalSet, add_jsonl_arguments, jsonl_evalset, load_aragog, load_hotpot, load_wiki2
 from evaluation.metrics import METRICS, aggregate, percentiles, question_metrics
 from evaluation.systems import (
     ADAPTIVE,
@@ -58,15 +58,7 @@ def build_evalset(args: argparse.Namespace) -> EvalSet:
     if sum(sources) != 1:
         raise SystemExit("Give exactly one of --corpus/--questions, --hotpot or --aragog.")
     if args.corpus or args.questions:
-        if not (args.corpus and args.questions):
-            raise SystemExit("--corpus and --questions go together.")
-        jsonl = [c for c in args.corpus if str(c).endswith(".jsonl")]
-        if not jsonl:
-            raise SystemExit("--corpus needs at least one JSONL file ({id, title, text} per line).")
-        evalset = load_jsonl(jsonl, args.questions, name=args.name or Path(args.questions).stem)
-        for extra in (c for c in args.corpus if not str(c).endswith(".jsonl")):
-            # {title, text} lists have no ids: added like --wiki2 (ids from titles, titles already present skipped).
-            evalset = evalset.with_distractors(load_wiki2(extra))
+        evalset = jsonl_evalset(args.corpus, args.questions, args.name)
     elif args.hotpot:
         evalset = load_hotpot(args.hotpot)
     else:
@@ -305,14 +297,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--corpus",
-        action="append",
-        default=[],
-        help="JSONL {id, title, text}, or a .json [{title, text}] list (or its folder) as distractors; repeatable",
-    )
-    parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type}")
-    parser.add_argument("--name", help="name of a JSONL evaluation (default: the questions file's stem)")
+    add_jsonl_arguments(parser)
     parser.add_argument("--hotpot", help="HotpotQA folder (corpus.json + questions.json)")
     parser.add_argument("--aragog", help="ARAGOG folder (questions.json + papers/)")
     parser.add_argument("--wiki2", help="2WikiMultihopQA corpus.json (or its folder) to add as distractors")

@@ -177,6 +177,35 @@ def load_jsonl(corpus_paths: Iterable[str | Path], questions_path: str | Path, n
     return EvalSet(name, passages, load_jsonl_questions(questions_path))
 
 
+def add_jsonl_arguments(parser: Any) -> None:
+    """The ``--corpus`` / ``--questions`` / ``--name`` options of a JSONL evaluation (an argparse parser)."""
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        help="JSONL {id, title, text}, or a .json [{title, text}] list (or its folder) as distractors; repeatable",
+    )
+    parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type}")
+    parser.add_argument("--name", help="name of a JSONL evaluation (default: the questions file's stem)")
+
+
+def jsonl_evalset(corpora: Iterable[str | Path], questions: str | Path | None, name: str | None = None) -> EvalSet:
+    """The JSONL evaluation ``--corpus/--questions/--name`` describe: the ``.jsonl`` corpora with the questions,
+    plus every other corpus (a ``{title, text}`` list) as distractors (ids from titles, titles already present
+    skipped).
+
+    :raises SystemExit: when the questions or a JSONL corpus is missing.
+    """
+    corpora = list(corpora)
+    jsonl = [c for c in corpora if str(c).endswith(".jsonl")]
+    if not (jsonl and questions):
+        raise SystemExit("--corpus and --questions go together, with at least one JSONL corpus ({id, title, text}).")
+    evalset = load_jsonl(jsonl, questions, name=name or Path(questions).stem)
+    for extra in (c for c in corpora if not str(c).endswith(".jsonl")):
+        evalset = evalset.with_distractors(load_wiki2(extra))
+    return evalset
+
+
 def _folder(path: str | Path, *required: str) -> Path:
     folder = Path(path).expanduser()
     for name in required:
