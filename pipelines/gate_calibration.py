@@ -140,7 +140,7 @@ def _sample_words(rng: np.random.Generator, words: list[str], low: int, high: in
     return [words[i] for i in keep]
 
 
-_NUMBERING = re.compile(r"^\s*(?:[A-Z]\.|[IVX]+\.|\d+(?:\.\d+)*\.?)\s+")
+_NUMBERING = re.compile(r"^\s*(?:[A-Z]\.|[IVX]+\.|\d{1,2}(?:\.\d+)*\.?)\s+")
 
 
 def _heading(chunk: Document) -> str:

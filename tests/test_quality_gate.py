@@ -383,6 +383,24 @@ def test_calibration_file_round_trip_and_errors(tmp_path: Path) -> None:
         gate.warm_up()  # a corrupt calibration is an error, not a silent fall-back
 
 
+def test_pseudo_queries_name_a_document_not_a_heading_every_document_has() -> None:
+    text = "The model is trained on a large corpus of books and web pages with a masked objective."
+    chunks = [
+        Document(content=text, meta={"doc_id": "bert", "title": "BERT: Pre-training", "section_path": ["1. Intro"]}),
+        Document(content=text, meta={"doc_id": "gpt", "title": "GPT-3 Study", "section_path": ["1 INTRO"]}),
+        Document(content=text, meta={"doc_id": "t5", "title": "T5", "section_path": ["3.2 Denoising objectives"]}),
+        # A year is not a section number: these two headings are distinct, each names its document.
+        Document(content=text, meta={"doc_id": "o84", "title": "x", "section_path": ["1984 Summer Olympics"]}),
+        Document(content=text, meta={"doc_id": "o08", "title": "y", "section_path": ["2008 Summer Olympics"]}),
+    ]
+    names = {q.sources[0]: q.text for q in pseudo_queries(chunks, 60, seed=0) if q.kind == "named"}
+    assert set(names) == {"bert", "gpt", "t5", "o84", "o08"}
+    assert " BERT," in names["bert"] and "Intro" not in names["bert"]  # the title's name, not its subtitle
+    assert " GPT-3 Study," in names["gpt"] and "INTRO" not in names["gpt"]
+    assert "3.2 Denoising objectives," in names["t5"]
+    assert "1984 Summer Olympics," in names["o84"] and "2008 Summer Olympics," in names["o08"]
+
+
 def test_pseudo_queries_remember_their_sources() -> None:
     chunks = [
         Document(
