@@ -46,6 +46,7 @@ from haystack import Document, Pipeline
 from adaptive_retrieval.components.gating.calibration import auroc, fit_logistic, predict, youden_threshold
 from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.indexing.entity_extractor import stopwords
+from adaptive_retrieval.components.indexing.structure.numbering import heading_without_number
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,9 @@ DEFAULT_L2 = 100.0
 PASS_THRESHOLD = 0.5
 #: ... lowered where needed so that at least this share of multi-hop pseudo-queries with their sources present
 #: pass: a flag on evidence that is there costs a needless retry and a false warning. 0.8 (the answerable pass
-#: rate the gate is asked to keep) was tried: musique_dev100 then passes 69 % / 15 % instead of 95 % / 40 %, and
-#: the demo's index flags 4 of its 7 correct answers (scripts/eval_gate_transfer.py, README).
+#: rate the gate is asked to keep) was tried with the pipeline before graph_ppr became a default channel:
+#: musique_dev100 then passed 69 % / 15 % instead of 95 % / 40 %, and the demo's index flagged 4 of its 7 correct
+#: answers (scripts/eval_gate_transfer.py, README).
 MIN_PRESENT_PASS = 0.9
 #: Fewest bridge pseudo-queries the threshold is read from (fewer: all present pseudo-queries).
 MIN_BRIDGES = 10
@@ -140,9 +142,6 @@ def _sample_words(rng: np.random.Generator, words: list[str], low: int, high: in
     return [words[i] for i in keep]
 
 
-_NUMBERING = re.compile(r"^\s*(?:[A-Z]\.|[IVX]+\.|\d{1,2}(?:\.\d+)*\.?)\s+")
-
-
 def _heading(chunk: Document) -> str:
     path = chunk.meta.get("section_path") or []
     return str(path[-1]).strip() if path else ""
@@ -150,7 +149,7 @@ def _heading(chunk: Document) -> str:
 
 def _heading_key(heading: str) -> str:
     """A heading without its numbering, lower-cased: "1. Introduction" and "1 INTRODUCTION" are one heading."""
-    return _NUMBERING.sub("", heading).strip().lower()
+    return heading_without_number(heading).lower()
 
 
 def _title_name(title: str) -> str:

@@ -15,7 +15,7 @@ from pypdf import PdfReader, PdfWriter
 from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
 from adaptive_retrieval.components.indexing.structure.html import parse_html
 from adaptive_retrieval.components.indexing.structure.markdown import parse_markdown
-from adaptive_retrieval.components.indexing.structure.numbering import heading_number
+from adaptive_retrieval.components.indexing.structure.numbering import heading_number, heading_without_number
 from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
 from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
 
@@ -108,6 +108,14 @@ def test_numbered_headings() -> None:
     assert heading_number("Chapter 4: Results") == ("4", 1)
     assert heading_number("2018 was a good year") is None
     assert heading_number("Termination") is None
+    # The words after the number; a heading without one, or named by its number, stays as it is.
+    assert heading_without_number("3.2. Termination criteria") == "Termination criteria"
+    assert heading_without_number("1 INTRODUCTION") == "INTRODUCTION"
+    assert heading_without_number("IV. Discussions") == "Discussions"
+    assert heading_without_number("B.1 Details of the setup") == "Details of the setup"
+    assert heading_without_number("Appendix B") == "Appendix B"
+    assert heading_without_number("1984 Summer Olympics") == "1984 Summer Olympics"
+    assert heading_without_number("A simple model") == "A simple model"
 
 
 # -- PDFs written by hand: Helvetica for the body, Helvetica-Bold (larger) for headings ------------------------

@@ -35,3 +35,17 @@ def heading_number(title: str) -> tuple[str, int] | None:
         num = letter.group("num")
         return num, num.count(".") + 1
     return None
+
+
+def heading_without_number(title: str) -> str:
+    """The heading's words after its number ("3.2 Termination" → "Termination", "IV. Results" → "Results"); the
+    heading itself when it has none. Named headings ("Appendix B", "Chapter 4") keep their number: it is their
+    name."""
+    text = " ".join(title.split())
+    if _NAMED.match(text):
+        return text
+    for pattern in (_DECIMAL, _ROMAN, _LETTER):
+        match = pattern.match(text)
+        if match and re.search(r"[^\W\d_]", match.group("rest")):
+            return match.group("rest")
+    return text
