@@ -43,7 +43,7 @@ NODE_MODULES_ENV = "ADAPTIVE_NODE_MODULES"
 CHROMIUM_ENV = "PUPPETEER_EXECUTABLE_PATH"
 FORMATS = ("mmd", "svg", "png", "pdf", "html")
 #: Page width (CSS px) mermaid-cli renders on; wider diagrams would be scaled down.
-PAGE_WIDTH = 8192
+PAGE_WIDTH = 4096
 #: Levels of detail (see :mod:`adaptive_retrieval.pipelines.mermaid`); kept here so ``--help`` needs no Haystack.
 DETAILS = ("overview", "sockets", "haystack")
 Detail = Literal["overview", "sockets", "haystack"]

@@ -59,6 +59,7 @@ def build_query_pipeline(
     precision: str | None = None,
     profiles: dict[str, dict[str, Any]] | None = None,
     graph_store: GraphStore | None = None,
+    graph_ppr: bool = False,
     opt_in: tuple[str, ...] = (),
 ) -> Pipeline:
     """Build the query pipeline over ``store`` (default: the server at ``$QDRANT_URL``, else embedded Qdrant Edge
@@ -68,11 +69,13 @@ def build_query_pipeline(
 
     The retrieval channels come from the registry (:mod:`adaptive_retrieval.components.retrieval.channels`):
     every channel that is not opt-in, plus the opt-in channels named in ``opt_in``, each added and wired as its
-    registration says."""
+    registration says. ``graph_ppr=True`` (same as ``opt_in=("graph_ppr",)``) adds the personalised-PageRank
+    channel (``yaml/query_ppr.yaml``); it is opt-in because through the whole pipeline it lowered full@10 on
+    MuSiQue (README, "Personalised PageRank")."""
     # The query side only reads: opening an index that is not there fails loudly instead of creating an empty one.
     store = store or make_store(create=False)
     graph_store = graph_store or make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
-    channels = pipeline_channels(opt_in=opt_in)
+    channels = pipeline_channels(opt_in=[*opt_in, *(["graph_ppr"] if graph_ppr else [])])
     p = Pipeline()
     p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision))
     p.add_component("sparse_embedder", Bm25TextEmbedder())

@@ -1,4 +1,4 @@
-"""Write yaml/indexing.yaml and yaml/query.yaml from the Python builders (check the round trip).
+"""Write yaml/indexing.yaml, yaml/query.yaml and yaml/query_ppr.yaml from the Python builders (check the round trip).
 
 python scripts/build_yaml.py [--out yaml]
 """
@@ -10,10 +10,16 @@ import logging
 from pathlib import Path
 
 import yaml
+from adaptive_retrieval.components.routing.profiles import PPR_SHARES, default_profiles, with_channel_share
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from adaptive_retrieval.pipelines.yaml_io import dump_pipeline, dumps_pipeline, loads_pipeline
+
+
+def ppr_profiles() -> dict:
+    """The default profiles with graph_ppr at its :data:`PPR_SHARES`."""
+    return with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
 
 
 def main() -> None:
@@ -29,6 +35,8 @@ def main() -> None:
     for name, pipeline in (
         ("indexing", build_indexing_pipeline(store)),
         ("query", build_query_pipeline(reader)),
+        # The opt-in pipeline with the personalised-PageRank channel (issue 18).
+        ("query_ppr", build_query_pipeline(reader, graph_ppr=True, profiles=ppr_profiles())),
     ):
         path = dump_pipeline(pipeline, Path(args.out) / f"{name}.yaml")
         text = path.read_text(encoding="utf-8")

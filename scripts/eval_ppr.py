@@ -123,7 +123,7 @@ def main() -> None:
                     raw[str(row["id"])] = row
     titles = {p.id: p.title for p in evalset.passages}
 
-    adaptive = AdaptiveSystem(eval_folder(Path(args.root), evalset.name) / "adaptive", query_yaml="query")
+    adaptive = AdaptiveSystem(eval_folder(Path(args.root), evalset.name) / "adaptive", query_yaml="query_ppr")
     stats = adaptive.index(evalset)
     if not stats.get("cached"):
         print("[eval_ppr] the index was not cached: it was built now", file=sys.stderr)

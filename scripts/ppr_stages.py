@@ -14,7 +14,7 @@ on the same questions.
 
     python scripts/ppr_stages.py --corpus ../shared/data/musique_dev100/corpus.jsonl \\
         --corpus ../shared/data/wiki2_corpus/corpus.json --questions ../shared/data/musique_dev100/questions.jsonl \\
-        --name musique --split train \
+        --name musique --query-yaml query_ppr --split train \
         --variant "ex20:graph_ppr.exclude_hits=20" --variant "share:router.relational.ppr_share=0.2"
 """
 

@@ -19,7 +19,12 @@ from adaptive_retrieval.components.retrieval.channels import (
     pipeline_channels,
 )
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
-from adaptive_retrieval.components.routing.profiles import default_profiles, validate_profiles
+from adaptive_retrieval.components.routing.profiles import (
+    PPR_SHARES,
+    default_profiles,
+    validate_profiles,
+    with_channel_share,
+)
 from adaptive_retrieval.pipelines.query_pipeline import CHANNEL_SOURCES, build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
@@ -30,25 +35,19 @@ def channel_components(pipeline: Pipeline) -> list[str]:
     return [name for name, instance in pipeline.walk() if getattr(type(instance), "channel", "")]
 
 
-WITHOUT_PPR = [c for c in CHANNELS if c != "graph_ppr"]
-
-
-def without_ppr(profiles: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``profiles`` with graph_ppr at weight 0 (what a pipeline without the channel may be given)."""
-    for profile in profiles.values():
-        profile["weights"]["graph_ppr"] = 0.0
-    return profiles
-
-
 @pytest.fixture(scope="module")
 def pipelines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pipeline]:
     store = make_store(path=str(tmp_path_factory.mktemp("channels") / "qdrant"))  # never opened
-    return {"default": build_query_pipeline(store=store)}
+    ppr = with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
+    return {
+        "default": build_query_pipeline(store=store),
+        "ppr": build_query_pipeline(store=store, graph_ppr=True, profiles=ppr),
+    }
 
 
 def test_every_registered_channel_follows_the_channel_contract(pipelines: dict[str, Pipeline]) -> None:
-    pipeline = pipelines["default"]
-    assert set(channel_components(pipeline)) == set(CHANNELS)  # no registered channel is opt-in
+    pipeline = pipelines["ppr"]
+    assert set(channel_components(pipeline)) == set(CHANNELS)  # the opt-in pipeline has every channel
     inputs = pipeline.inputs(include_components_with_connected_inputs=True)
     outputs = pipeline.outputs(include_components_with_connected_outputs=True)
     for name, spec in CHANNELS.items():
@@ -82,9 +81,10 @@ def test_a_component_that_breaks_the_contract_is_named() -> None:
         assert part in str(err.value)
 
 
-def test_joiner_router_and_wiring_come_from_the_registry(pipelines: dict[str, Pipeline]) -> None:
-    pipeline = pipelines["default"]
-    expected = pipeline_channels()
+@pytest.mark.parametrize("kind", ["default", "ppr"])
+def test_joiner_router_and_wiring_come_from_the_registry(pipelines: dict[str, Pipeline], kind: str) -> None:
+    pipeline = pipelines[kind]
+    expected = pipeline_channels(opt_in=["graph_ppr"] if kind == "ppr" else [])
     joiner, router = pipeline.get_component("joiner"), pipeline.get_component("router")
     assert joiner.channels == router.channels == expected == channel_components(pipeline)
     edges = {(s, r, d["from_socket"].name, d["to_socket"].name) for s, r, d in pipeline.graph.edges(data=True)}
@@ -105,12 +105,12 @@ def test_a_misspelt_or_missing_channel_in_a_profile_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"profile 'factual' weighs unknown channel\(s\) \['dens'\]"):
         IntentRouter(profiles=misspelt)
     # A weight for a registered channel the pipeline does not have would be dropped silently: an error too.
+    ppr = with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
     with pytest.raises(ValueError, match=r"weighs channel\(s\) \['graph_ppr'\] that this pipeline does not have"):
-        IntentRouter(profiles=default_profiles(), channels=WITHOUT_PPR)
-    IntentRouter(profiles=default_profiles(), channels=pipeline_channels())
-    # At weight 0 a profile may name a channel the pipeline lacks.
-    zeroed = without_ppr(default_profiles())
-    validate_profiles(zeroed, tuple(zeroed), WITHOUT_PPR)
+        IntentRouter(profiles=ppr)
+    IntentRouter(profiles=ppr, channels=pipeline_channels(opt_in=["graph_ppr"]))
+    # At weight 0 a profile may name a channel the pipeline lacks: one set of profiles serves both pipelines.
+    validate_profiles(default_profiles(), tuple(default_profiles()), pipeline_channels())
     nothing = {"summary": {**default_profiles()["summary"], "weights": {"dense": 0.0, "graph_ppr": 0.0}}}
     with pytest.raises(ValueError, match=r"at least one channel of \['dense', 'sparse'\]"):
         validate_profiles(nothing, ("summary",), ["dense", "sparse"])
@@ -131,14 +131,18 @@ def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) ->
     query = "Which company employs the engineer who designed the bridge that collapsed?"
     embedding = OnnxEncoder.get(str(model_dir), "int8").encode([query])[0].tolist()
     default = IntentRouter(model=str(model_dir))
-    lacking = IntentRouter(model=str(model_dir), profiles=without_ppr(default_profiles()), channels=WITHOUT_PPR)
-    for router, expected in ((default, list(CHANNELS)), (lacking, WITHOUT_PPR)):
+    ppr = IntentRouter(
+        model=str(model_dir),
+        profiles=with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES),
+        channels=pipeline_channels(opt_in=["graph_ppr"]),
+    )
+    for router, expected in ((default, pipeline_channels()), (ppr, list(CHANNELS))):
         for escalation in (0, 1):  # a retry raises every channel to the floor: still only the pipeline's
             out = router.run(query=query, query_embedding=embedding, escalation=escalation)
             for weights in (out["weights"], out["next_strategy"]["weights"]):
                 assert sorted(weights) == sorted(expected)
                 assert sum(weights.values()) == pytest.approx(1.0, abs=1e-3)
-    assert default.run(query=query, query_embedding=embedding)["weights"]["graph_ppr"] > 0
+    assert ppr.run(query=query, query_embedding=embedding)["weights"]["graph_ppr"] > 0
     # A channel a profile does not name weighs its registered default weight.
     profiles = default_profiles()
     for profile in profiles.values():

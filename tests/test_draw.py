@@ -146,8 +146,9 @@ def _subgraphs(text: str) -> dict[str, list[str]]:
     return groups
 
 
-def test_query_overview_reads_top_down_with_channels_grouped_and_retry_distinct() -> None:
-    pipeline = pipeline_for_drawing("query")
+@pytest.mark.parametrize("name", ["query", "query_ppr"])
+def test_query_overview_reads_top_down_with_channels_grouped_and_retry_distinct(name: str) -> None:
+    pipeline = pipeline_for_drawing(name)
     text = pipeline_to_mermaid(pipeline)
     sockets = pipeline_to_mermaid(pipeline, detail="sockets")
     assert text.startswith("flowchart TD\n")

@@ -94,12 +94,14 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
 
         # A second run over the same corpus reuses both indexes.
         release_all_clients()
-        # The pipeline with graph_ppr, and the same pipeline without it, in the same run.
+        # The opt-in pipeline with graph_ppr, and the same pipeline without it (= the default one) in the same run.
         again = evaluate.main(
             [
                 *args,
                 "--systems",
                 "stock_hybrid_rrf,adaptive",
+                "--query-yaml",
+                "query_ppr",
                 "--drop-channel",
                 "graph_ppr",
             ]

@@ -144,19 +144,24 @@ def test_skip_at_zero_weight_and_fail_soft(index: Index) -> None:
     assert retriever.run(query=QUERY)["documents"] is None
 
 
-def test_the_query_pipeline_wires_the_channel(tmp_path: Path) -> None:
+def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None:
     from adaptive_retrieval.components.retrieval.channels import CHANNELS
-    from adaptive_retrieval.components.routing.profiles import DEFAULT_PROFILES
+    from adaptive_retrieval.components.routing.profiles import (
+        DEFAULT_PROFILES,
+        PPR_SHARES,
+        default_profiles,
+        with_channel_share,
+    )
     from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
     from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
     from evaluation.systems import without_channels
 
-    assert not CHANNELS["graph_ppr"].opt_in and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
-    # The calibrated profiles give the walk most weight where multi-hop questions are routed.
-    shares = {intent: p["weights"]["graph_ppr"] / sum(p["weights"].values()) for intent, p in DEFAULT_PROFILES.items()}
-    assert max(shares, key=shares.get) == "relational"
+    assert CHANNELS["graph_ppr"].opt_in and all("graph_ppr" in p["weights"] for p in DEFAULT_PROFILES.values())
     store = make_store(path=str(tmp_path / "qdrant"))
-    pipeline = build_query_pipeline(store=store)
+    assert "graph_ppr" not in build_query_pipeline(store=store).get_component("joiner").channels  # opt-in
+    profiles = with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
+    assert max(profiles, key=lambda i: profiles[i]["weights"]["graph_ppr"]) == "relational"
+    pipeline = build_query_pipeline(store=store, graph_ppr=True, profiles=profiles)
     text = dumps_pipeline(pipeline)
     loaded = loads_pipeline(text, path=str(tmp_path / "other" / "qdrant"))
     ppr = loaded.get_component("graph_ppr")
@@ -164,7 +169,7 @@ def test_the_query_pipeline_wires_the_channel(tmp_path: Path) -> None:
     assert ppr.graph_store.path == str(tmp_path / "other" / "graph.sqlite")
     senders = {(s, r) for s, r, _ in loaded.graph.in_edges("graph_ppr", data="from_socket")}
     assert {("dense", "graph_ppr"), ("sparse", "graph_ppr")} <= senders
-    # The ablation (scripts/evaluate.py --drop-channel graph_ppr) removes the channel and its weights.
+    # Dropping the channel again gives back the default pipeline's profiles (up to rounding).
     ablated = loads_pipeline(without_channels(text, ["graph_ppr"]), path=str(tmp_path / "q" / "qdrant"))
-    assert "graph_ppr" not in ablated.get_component("joiner").channels
-    assert all("graph_ppr" not in p["weights"] for p in ablated.get_component("router").profiles.values())
+    relational = ablated.get_component("router").profiles["relational"]["weights"]
+    assert abs(relational["graph_local"] - DEFAULT_PROFILES["relational"]["weights"]["graph_local"]) < 1e-3

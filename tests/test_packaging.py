@@ -24,4 +24,4 @@ def test_every_package_and_the_yaml_are_declared() -> None:
     expected = found | wrappers | data | {"adaptive_retrieval.pipelines.yaml"}
     assert declared == expected, "a new subpackage must be listed in pyproject.toml"
     assert config["package-dir"]["adaptive_retrieval.pipelines.yaml"] == "yaml"
-    assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml"}
+    assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}

@@ -113,7 +113,7 @@ def test_yaml_stores_resolve_their_folder_when_they_open(tmp_path: Path, monkeyp
 
 def test_every_shipped_yaml_is_plain_data_with_hayhooks_io() -> None:
     paths = sorted(YAML_DIR.glob("*.yaml"))
-    assert {p.name for p in paths} == {"indexing.yaml", "query.yaml"}
+    assert {p.name for p in paths} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}
     for path in paths:
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text)  # a plain YAML reader: no !!python/... tags
