@@ -1,4 +1,4 @@
-"""Numbered headings ("3.2 Termination", "Appendix B", "A.1 Details", "Chapter 4"): their number and depth."""
+"""Numbered headings ("3.2 Termination", "Appendix B", "A.1 Details", "Chapter 4"): their number, depth and words."""
 
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ _NAMED = re.compile(
 )
 
 
+def _numbered(text: str) -> tuple[str, str] | None:
+    """``(number, words after it)`` of a heading numbered "3.2", "IV." or "B.1" (not a named one), else ``None``."""
+    for pattern in (_DECIMAL, _ROMAN, _LETTER):
+        match = pattern.match(text)
+        if match and re.search(r"[^\W\d_]", match.group("rest")):
+            return match.group("num"), match.group("rest")
+    return None
+
+
 def heading_number(title: str) -> tuple[str, int] | None:
     """``(number, depth)`` of a numbered heading (``("3.2", 2)``, ``("B", 1)`` for "Appendix B"), else ``None``.
 
@@ -23,18 +32,8 @@ def heading_number(title: str) -> tuple[str, int] | None:
     named = _NAMED.match(text)
     if named:
         return named.group("num").upper() if len(named.group("num")) == 1 else named.group("num"), 1
-    decimal = _DECIMAL.match(text)
-    if decimal and re.search(r"[^\W\d_]", decimal.group("rest")):
-        num = decimal.group("num")
-        return num, num.count(".") + 1
-    roman = _ROMAN.match(text)
-    if roman:
-        return roman.group("num"), 1
-    letter = _LETTER.match(text)
-    if letter:
-        num = letter.group("num")
-        return num, num.count(".") + 1
-    return None
+    numbered = _numbered(text)
+    return (numbered[0], numbered[0].count(".") + 1) if numbered else None
 
 
 def heading_without_number(title: str) -> str:
@@ -42,10 +41,5 @@ def heading_without_number(title: str) -> str:
     heading itself when it has none. Named headings ("Appendix B", "Chapter 4") keep their number: it is their
     name."""
     text = " ".join(title.split())
-    if _NAMED.match(text):
-        return text
-    for pattern in (_DECIMAL, _ROMAN, _LETTER):
-        match = pattern.match(text)
-        if match and re.search(r"[^\W\d_]", match.group("rest")):
-            return match.group("rest")
-    return text
+    numbered = None if _NAMED.match(text) else _numbered(text)
+    return numbered[1] if numbered else text
