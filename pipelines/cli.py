@@ -246,7 +246,7 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     """Fit the quality gate on pseudo-queries drawn from this index (no labels) and save it with the index."""
     from adaptive_retrieval.components.gating.calibration import save_calibration
-    from adaptive_retrieval.pipelines.gate_calibration import calibrate_pipeline
+    from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_QUERIES, calibrate_pipeline
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     pipeline = load_pipeline("query", **_store_overrides(args))
@@ -258,7 +258,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if gate.document_store is not None and gate.document_store.count_documents() == 0:
         msg = "The index is empty: index files first with `adaptive-retrieval index PATH`"
         raise CliError(msg)
-    fitted = calibrate_pipeline(pipeline, queries=args.queries, seed=args.seed)
+    fitted = calibrate_pipeline(pipeline, queries=args.queries or DEFAULT_QUERIES, seed=args.seed)
     path = save_calibration(target, fitted)
     r = fitted["report"]
     print(
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "calibrate", parents=[store], help="fit the quality gate on this index", description=cmd_calibrate.__doc__
     )
-    p.add_argument("--queries", type=int, default=200, help="pseudo-queries to draw (default 200)")
+    p.add_argument("--queries", type=int, default=None, help="pseudo-queries to draw (default 500)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--out", default=None, help="calibration file (default: gate_calibration.json in the store)")
     p.set_defaults(func=cmd_calibrate)
@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         build_parser().error("--top-k must be at least 1")
-    if getattr(args, "queries", 2) < 2:
+    if (getattr(args, "queries", None) or 2) < 2:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")

@@ -2,7 +2,7 @@
 
 python scripts/eval_gate_transfer.py --hotpot ../shared/data/hotpotqa100 \\
     --corpus ../shared/data/musique_dev100/corpus.jsonl --questions ../shared/data/musique_dev100/questions.jsonl \\
-    [--root .adaptive/eval-gate-transfer] [--pseudo 200] [--limit N] [--json out.json]
+    [--root .adaptive/eval-gate-transfer] [--pseudo 500] [--limit N] [--json out.json]
 
 Per evaluation set:
 
@@ -40,7 +40,12 @@ from calibrate_gate import features, run_both, stores_of  # noqa: E402
 
 from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
-from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_L2, collect_signals, fit_calibration  # noqa: E402
+from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402
+    DEFAULT_L2,
+    DEFAULT_QUERIES,
+    collect_signals,
+    fit_calibration,
+)
 from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl  # noqa: E402
 from evaluation.systems import AdaptiveSystem, eval_folder  # noqa: E402
 
@@ -123,7 +128,9 @@ def main() -> None:
     parser.add_argument("--questions", default=None)
     parser.add_argument("--name", default=None)
     parser.add_argument("--root", default=str(ROOT / ".adaptive" / "eval-gate-transfer"))
-    parser.add_argument("--pseudo", type=int, default=200, help="pseudo-queries of the self-calibration")
+    parser.add_argument(
+        "--pseudo", type=int, default=DEFAULT_QUERIES, help="pseudo-queries of the self-calibration (the library's)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N real questions only")
     parser.add_argument("--json", default=None)
     parser.add_argument("--dump", default=None, help="folder for the raw signals (<set>.npz) of both kinds")
