@@ -56,9 +56,12 @@ def test_every_registered_channel_follows_the_channel_contract(pipelines: dict[s
         assert type(instance).channel == name and isinstance(instance, spec.component)
         assert all(s in SOURCES or s.removesuffix(".documents") in CHANNELS for s in spec.inputs.values())
         # Zero weight: the channel does not search and sends an empty list (None would mean "failed").
-        query: dict[str, Any] = {"query_embedding": [0.1] * 384}
-        if "query_sparse_embedding" in spec.inputs:
-            query = {"query_sparse_embedding": SparseEmbedding(indices=[1], values=[1.0])}
+        given = {
+            "query_embedding": [0.1] * 384,
+            "query_sparse_embedding": SparseEmbedding(indices=[1], values=[1.0]),
+            "query": "Who founded the band?",
+        }
+        query = {k: v for k, v in given.items() if k in inputs[name] and (k in spec.inputs or k == "query")}
         assert instance.run(**query, weights={name: 0.0})["documents"] == []
 
 

@@ -20,7 +20,7 @@ Usage::
 
     from adaptive_retrieval.components.retrieval.channels import CHANNELS, pipeline_channels
 
-    pipeline_channels()                     # ['dense', 'sparse', 'section', 'graph_local', 'graph_global']
+    pipeline_channels()                     # ['dense', 'sparse', 'section', 'graph_local', 'graph_global', 'bridge']
     pipeline_channels(opt_in=["graph_ppr"])  # ... + 'graph_ppr'
     CHANNELS["dense"].inputs                 # {'query_embedding': 'query_embedding'}
 """
@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from haystack import Document
 
+from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever
 from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
@@ -143,6 +144,12 @@ _SPECS = (
         stores=("graph_store", "document_store"),
         # Opt-in: through the whole pipeline it lowered full@10 on MuSiQue (README, "Personalised PageRank").
         opt_in=True,
+    ),
+    ChannelSpec(
+        BridgeRetriever,
+        # bridge expands the dense and sparse channels' top hits with the names they write.
+        inputs={"nearest": documents_of("dense"), "lexical": documents_of("sparse")},
+        init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
     ),
 )
 
