@@ -42,8 +42,9 @@ NODE_MODULES_ENV = "ADAPTIVE_NODE_MODULES"
 #: Chromium binary for mermaid-cli (the variable puppeteer itself reads); default: ``chromium`` on ``$PATH``.
 CHROMIUM_ENV = "PUPPETEER_EXECUTABLE_PATH"
 FORMATS = ("mmd", "svg", "png", "pdf", "html")
-#: Page width (CSS px) mermaid-cli renders on; wider diagrams would be scaled down.
-PAGE_WIDTH = 4096
+#: Page width (CSS px) mermaid-cli renders on; wider diagrams would be scaled down (the query pipeline's socket
+#: diagram, six channels side by side, is about 4,200 px).
+PAGE_WIDTH = 6144
 #: Levels of detail (see :mod:`adaptive_retrieval.pipelines.mermaid`); kept here so ``--help`` needs no Haystack.
 DETAILS = ("overview", "sockets", "haystack")
 Detail = Literal["overview", "sockets", "haystack"]
