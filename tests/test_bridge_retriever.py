@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 from haystack import Document
+from passages import PassageWriter
 
-from adaptive_retrieval.components.indexing.ids import stable_id
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever, bridge_names, first_hits
@@ -36,23 +34,12 @@ PASSAGES = {
 QUERY = "Which castle is in the city where the band of the album We Sweat Blood formed?"
 
 
-def passage(title: str, text: str) -> Document:
-    return Document(
-        id=stable_id("test", title),
-        content=text,
-        meta={"doc_id": stable_id("doc", title), "title": title, "level": 0, "section_path": []},
-    )
-
-
 class Index:
     """A real small index: Qdrant Edge with dense and BM25 vectors."""
 
     def __init__(self, folder: Path) -> None:
         self.store = make_store(path=str(folder / "qdrant"))
-        docs = [passage(t, x) for t, x in PASSAGES.items()]
-        sparse = Bm25DocumentEmbedder(meta_fields_to_embed=["title"], progress_bar=False)
-        dense = OnnxDocumentEmbedder(meta_fields_to_embed=["title"], progress_bar=False)
-        self.store.write_documents(dense.run(documents=sparse.run(documents=docs)["documents"])["documents"])
+        PassageWriter(self.store).write(PASSAGES)
         self.dense = DenseRetriever(document_store=self.store, top_k=3)
         self.sparse = SparseRetriever(document_store=self.store, top_k=3)
         self.text_embedder = OnnxTextEmbedder()

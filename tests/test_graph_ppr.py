@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 from haystack import Document
+from passages import PassageWriter
 
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
 from adaptive_retrieval.components.indexing.ids import stable_id
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
@@ -44,25 +43,13 @@ OTHERS = {
 QUERY = "Where is the headquarters of the company that owns the maker of Kentucky Tavern?"
 
 
-def passage(title: str, text: str) -> Document:
-    return Document(
-        id=stable_id("test", title),
-        content=text,
-        meta={"doc_id": stable_id("doc", title), "title": title, "level": 0, "section_path": []},
-    )
-
-
 class Index:
     """A real small index: Qdrant local mode + ONNX embeddings + the SQLite graph."""
 
     def __init__(self, folder: Path) -> None:
         self.store = make_store(path=str(folder / "qdrant"))
         self.graph = SQLiteGraphStore(path=str(folder / "graph.sqlite"))
-        docs = [passage(t, x) for t, x in {**CHAIN, **OTHERS}.items()]
-        sparse = Bm25DocumentEmbedder(meta_fields_to_embed=["title"], progress_bar=False)
-        dense = OnnxDocumentEmbedder(meta_fields_to_embed=["title"], progress_bar=False)
-        embedded = dense.run(documents=sparse.run(documents=docs)["documents"])["documents"]
-        self.store.write_documents(embedded, policy="overwrite")
+        docs = PassageWriter(self.store).write({**CHAIN, **OTHERS})
         GraphWriter(graph_store=self.graph).run(entities=EntityExtractor().run(documents=docs)["entities"])
         self.embedder = OnnxTextEmbedder()
 

@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 from haystack import Document
+from passages import PassageWriter
 
 from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.indexing.ids import stable_id
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
@@ -53,29 +51,18 @@ PASSAGES = {
 BRIDGE_QUERY = "Which movie was filmed around Leland?"
 
 
-def passage(title: str, text: str) -> Document:
-    return Document(
-        id=stable_id("test", title),
-        content=text,
-        meta={"doc_id": stable_id("doc", title), "title": title, "level": 0, "section_path": []},
-    )
-
-
 class Index:
     """A real small index: Qdrant Edge + ONNX INT8 embeddings + the SQLite graph."""
 
     def __init__(self, folder: Path) -> None:
         self.store = make_store(path=str(folder / "qdrant"))
         self.graph = SQLiteGraphStore(path=str(folder / "graph.sqlite"))
-        self.sparse = Bm25DocumentEmbedder(meta_fields_to_embed=["title"], progress_bar=False)
-        self.dense = OnnxDocumentEmbedder(meta_fields_to_embed=["title"], progress_bar=False)
+        self.passages = PassageWriter(self.store)
         self.extractor, self.writer = EntityExtractor(), GraphWriter(graph_store=self.graph)
         self.embedder = OnnxTextEmbedder()
 
     def add(self, passages: dict[str, str]) -> None:
-        docs = [passage(t, x) for t, x in passages.items()]
-        embedded = self.dense.run(documents=self.sparse.run(documents=docs)["documents"])["documents"]
-        self.store.write_documents(embedded, policy="overwrite")
+        docs = self.passages.write(passages)
         self.writer.run(entities=self.extractor.run(documents=docs)["entities"])
 
     def vector(self, text: str) -> list[float]:

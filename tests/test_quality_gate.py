@@ -397,6 +397,13 @@ def test_pseudo_queries_name_a_document_not_a_heading_every_document_has() -> No
     assert "1984 Summer Olympics," in names["o84"] and "2008 Summer Olympics," in names["o08"]
 
 
+def assert_names_found_in_sources(queries: list, chunks: list[Document]) -> None:
+    """Names stay whole, as a question writes them: the names signal of a query with its sources present is 1."""
+    for q in queries:
+        sources = [c for c in chunks if c.meta["doc_id"] in q.sources]
+        assert gate_signals(sources, q.text, k=2)["names"] == 1.0, q.text
+
+
 def test_pseudo_queries_remember_their_sources() -> None:
     chunks = [
         Document(
@@ -418,10 +425,7 @@ def test_pseudo_queries_remember_their_sources() -> None:
     assert all(q.text.endswith("?") and set(q.sources) <= {"a", "b", "c"} for q in queries)
     bridges = [q for q in queries if q.kind == "bridge"]
     assert bridges and all(len(q.sources) == 2 for q in bridges)
-    # Names stay whole, as a question writes them: the names signal of a query with its source present is 1.
-    for q in queries:
-        sources = [c for c in chunks if c.meta["doc_id"] in q.sources]
-        assert gate_signals(sources, q.text, k=2)["names"] == 1.0, q.text
+    assert_names_found_in_sources(queries, chunks)
     assert any("Alpha Centauri," in q.text or "Southern Cross" in q.text for q in queries)
     with pytest.raises(ValueError, match="at least 2"):
         pseudo_queries(chunks[:1], 5)
@@ -441,9 +445,7 @@ def test_pseudo_query_names_keep_accents_and_abbreviations_whole() -> None:
         ),
     ]
     queries = pseudo_queries(chunks, 40, seed=3)
-    for q in queries:
-        sources = [c for c in chunks if c.meta["doc_id"] in q.sources]
-        assert gate_signals(sources, q.text, k=2)["names"] == 1.0, q.text
+    assert_names_found_in_sources(queries, chunks)
     text = " ".join(q.text for q in queries)
     assert "Agüero" in text and "Alūksne" in text and "U.S." in text
     assert not any(name in query_names(text) for name in ("Ag", "U", "Lake Al"))
