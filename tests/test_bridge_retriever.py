@@ -78,9 +78,11 @@ def test_skips_at_zero_weight_and_without_new_names(index: Index) -> None:
     nearest, lexical = index.first_lists(QUERY)
     bridge = BridgeRetriever(document_store=index.store)
     assert bridge.run(query=QUERY, nearest=nearest, lexical=lexical, weights={"bridge": 0.0})["documents"] == []
-    assert bridge.run(query=QUERY, weights={"bridge": 0.3})["documents"] == []  # no hits: nothing to expand
+    # Without the sparse channel's list (its weight was 0) the channel reads the BM25 first hop itself.
+    own = bridge.run(query=QUERY, nearest=nearest, weights={"bridge": 0.3})["documents"]
+    assert [d.id for d in own] == [d.id for d in bridge.run(query=QUERY, nearest=nearest, lexical=lexical)["documents"]]
     plain = [Document(id="x", content="a passage that names nothing at all")]
-    assert bridge.run(query=QUERY, nearest=plain)["documents"] == []
+    assert bridge.run(query=QUERY, nearest=plain, lexical=plain)["documents"] == []
     with pytest.raises(ValueError, match="seed_hits"):
         BridgeRetriever(document_store=index.store, seed_hits=0)
 

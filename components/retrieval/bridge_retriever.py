@@ -7,7 +7,9 @@ about an entity that passage names (Danko Jones, then Toronto) and shares few wo
 those names off the top hits and searching again with them is entity-based pseudo-relevance feedback, one
 expansion per hit so that one hit's names never dilute another's:
 
-1. **Hits**: the ``seed_hits`` best chunks of the dense and sparse channels' lists, fused by reciprocal rank.
+1. **Hits**: the ``seed_hits`` best chunks of the dense and sparse channels' lists, fused by reciprocal rank
+   (when the sparse channel sent nothing, its weight being 0 for this query, the channel reads the BM25 top hits
+   itself, so what it returns never depends on another channel's weight).
 2. **Names**: the names each hit writes (runs of capitalised words or numbers, read as the quality gate reads a
    query's names), those the question already writes and bare numbers dropped; the first ``max_names``.
 3. **Searches**: per hit, one BM25 search for the question followed by those names (``hop_k`` chunks each).
@@ -134,8 +136,19 @@ class BridgeRetriever:
         hit names anything new, ``None`` when the store failed."""
         if not channel_enabled(self.channel, weights):
             return {"documents": []}
+        if not lexical:
+            # The sparse channel has no weight for this query: its top hits are still the lexical first hop.
+            sparse = self._embedder.run(text=query)["sparse_embedding"]
+            lexical = search_or_none(
+                self.channel,
+                lambda: self._search.search_sparse(
+                    sparse, top_k=self.seed_hits, filters=self.filters, return_embedding=False
+                ),
+            )
+            if lexical is None:
+                return {"documents": None}
         expansions = []
-        for hit in first_hits([nearest or [], lexical or []], self.seed_hits, self.rrf_k):
+        for hit in first_hits([nearest or [], lexical], self.seed_hits, self.rrf_k):
             names = bridge_names(hit.content or "", query, self.max_names)
             if names:
                 expansions.append((names, self._embedder.run(text=f"{query} {' '.join(names)}")["sparse_embedding"]))
