@@ -258,7 +258,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if gate.document_store is not None and gate.document_store.count_documents() == 0:
         msg = "The index is empty: index files first with `adaptive-retrieval index PATH`"
         raise CliError(msg)
-    fitted = calibrate_pipeline(pipeline, queries=args.queries or DEFAULT_QUERIES, seed=args.seed)
+    fitted = calibrate_pipeline(pipeline, queries=DEFAULT_QUERIES if args.queries is None else args.queries, seed=args.seed)
     path = save_calibration(target, fitted)
     r = fitted["report"]
     print(
@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         build_parser().error("--top-k must be at least 1")
-    if (getattr(args, "queries", None) or 2) < 2:
+    if getattr(args, "queries", None) is not None and args.queries < 2:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")

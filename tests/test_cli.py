@@ -89,6 +89,7 @@ def test_errors_are_clear_and_without_traceback(
         ["index"],
         ["frobnicate"],
         ["calibrate", "--queries", "1"],
+        ["calibrate", "--queries", "0"],  # not "the default" (the option defaults to None)
     ):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
