@@ -258,7 +258,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if gate.document_store is not None and gate.document_store.count_documents() == 0:
         msg = "The index is empty: index files first with `adaptive-retrieval index PATH`"
         raise CliError(msg)
-    fitted = calibrate_pipeline(pipeline, queries=DEFAULT_QUERIES if args.queries is None else args.queries, seed=args.seed)
+    queries = DEFAULT_QUERIES if args.queries is None else args.queries
+    fitted = calibrate_pipeline(pipeline, queries=queries, seed=args.seed)
     path = save_calibration(target, fitted)
     r = fitted["report"]
     print(
