@@ -249,7 +249,13 @@ def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, flo
 
 
 def _cross_validate(
-    x: np.ndarray, y: np.ndarray, group: np.ndarray, l2: float, prior_w: np.ndarray, prior: dict[str, Any]
+    x: np.ndarray,
+    y: np.ndarray,
+    group: np.ndarray,
+    l2: float,
+    prior_w: np.ndarray,
+    prior_quality: np.ndarray,
+    prior_threshold: float,
 ) -> dict[str, float]:
     folds = 5
     order = np.random.default_rng(0).permutation(np.unique(group))
@@ -257,8 +263,7 @@ def _cross_validate(
     for f in range(folds):
         held = np.isin(group, order[f::folds])
         bias, w = fit_logistic(x[~held], y[~held], l2, prior_w)
-        prior_quality = predict(prior["bias"], prior_w, x[~held])
-        cut = pass_threshold(predict(bias, w, x[~held]), y[~held], prior_quality, prior["pass_threshold"])
+        cut = pass_threshold(predict(bias, w, x[~held]), y[~held], prior_quality[~held], prior_threshold)
         oof[held] = predict(bias, w, x[held])
         passed[held] = oof[held] >= cut
     return {
@@ -323,7 +328,7 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     quality = predict(bias, w, x)
     prior_quality = predict(prior["bias"], prior_w, x)
     cut = pass_threshold(quality, y, prior_quality, prior["pass_threshold"])
-    cv = _cross_validate(x, y, group, l2, prior_w, prior)
+    cv = _cross_validate(x, y, group, l2, prior_w, prior_quality, prior["pass_threshold"])
     kinds: dict[str, int] = defaultdict(int)
     for q in samples["queries"]:
         kinds[q.kind] += 1

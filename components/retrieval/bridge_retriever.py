@@ -27,7 +27,6 @@ Usage::
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from haystack import Document, component, default_from_dict
@@ -37,8 +36,6 @@ from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEm
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
-
-logger = logging.getLogger(__name__)
 
 
 def first_hits(lists: list[list[Document]], n: int, k: int = 60) -> list[Document]:
