@@ -26,7 +26,7 @@ DEMO_QUERIES = [
     "Compare lists and tuples: how do mutable and immutable sequences differ?",  # analytical
     "What do people think of using global variables in functions?",  # opinion
     "What does the section on resolution of names say about free variables?",  # contextual
-    "Which exception is raised when the iterator that a for loop uses is exhausted?",  # relational
+    "The method that the with statement calls on entry is defined by which protocol?",  # relational
     "Give an overview of the main topics the Python language reference covers",  # summary
 ]
 
