@@ -20,15 +20,17 @@ from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 from evaluation.corpus import write_pydoc_topics
 
-DEMO_QUERIES = [
-    "What happens when a break statement runs inside a loop with an else clause?",  # factual
-    "__aenter__ __aexit__",  # keyword
-    "Compare lists and tuples: how do mutable and immutable sequences differ?",  # analytical
-    "What do people think of using global variables in functions?",  # opinion
-    "What does the section on resolution of names say about free variables?",  # contextual
-    "The method that the with statement calls on entry is defined by which protocol?",  # relational
-    "Give an overview of the main topics the Python language reference covers",  # summary
-]
+#: One query per intent, keyed by the intent the router is expected to pick on the Python reference index
+#: (tests/test_router.py checks that it does).
+DEMO_QUERIES: dict[str, str] = {
+    "factual": "What happens when a break statement runs inside a loop with an else clause?",
+    "keyword": "__aenter__ __aexit__",
+    "analytical": "Compare lists and tuples: how do mutable and immutable sequences differ?",
+    "opinion": "What do people think of using global variables in functions?",
+    "contextual": "What does the section on resolution of names say about free variables?",
+    "relational": "The method that the with statement calls on entry is defined by which protocol?",
+    "summary": "Give an overview of the main topics the Python language reference covers",
+}
 
 
 def show(result: dict, top: int) -> None:
@@ -71,7 +73,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     paths = args.paths
-    queries = args.query or DEMO_QUERIES
+    queries = args.query or list(DEMO_QUERIES.values())
     if not paths:
         corpus = Path(".adaptive/corpus/python-reference")
         write_pydoc_topics(corpus)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
+
+from script_modules import load_script
 
 from adaptive_retrieval.components.routing.profiles import DEFAULT_PROFILES, validate_profiles
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
@@ -34,16 +34,8 @@ QUESTIONS = [
 ]
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("calibrate_script", ROOT / "scripts" / "calibrate_profiles.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_format_and_write_profiles_round_trip(tmp_path: Path) -> None:
-    calibrate = load_script()
+    calibrate = load_script("calibrate_profiles")
     target = tmp_path / "profiles.py"
     shutil.copy(ROOT / "components" / "routing" / "profiles.py", target)
     fitted = copy.deepcopy(DEFAULT_PROFILES)
@@ -63,7 +55,7 @@ def test_format_and_write_profiles_round_trip(tmp_path: Path) -> None:
 
 
 def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path, model_dir: Path) -> None:
-    calibrate = load_script()
+    calibrate = load_script("calibrate_profiles")
     folder = tmp_path / "hotpot"
     folder.mkdir()
     (folder / "corpus.json").write_text(json.dumps(CORPUS))

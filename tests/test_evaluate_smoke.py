@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-
-ROOT = Path(__file__).resolve().parents[1]
 
 PASSAGES = {
     "volcano": ("Mount Etna", "Mount Etna is an active stratovolcano on the east coast of Sicily, Italy."),
@@ -35,14 +32,6 @@ QUESTIONS = [
 ]
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("evaluate_script", ROOT / "scripts" / "evaluate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def jsonl(tmp_path: Path) -> tuple[Path, Path]:
     corpus = tmp_path / "corpus.jsonl"
@@ -60,7 +49,7 @@ def jsonl(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_path: Path, model_dir: Path) -> None:
-    evaluate = load_script()
+    evaluate = load_script("evaluate")
     corpus, questions = jsonl
     out = tmp_path / "report.json"
     args = ["--corpus", str(corpus), "--questions", str(questions), "--root", str(tmp_path / "idx"), "--json", str(out)]
@@ -118,7 +107,7 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
 
 
 def test_evaluate_rejects_conflicting_sources(jsonl: tuple[Path, Path]) -> None:
-    evaluate = load_script()
+    evaluate = load_script("evaluate")
     corpus, questions = jsonl
     with pytest.raises(SystemExit, match="exactly one"):
         evaluate.main(["--corpus", str(corpus), "--questions", str(questions), "--hotpot", "x"])
@@ -127,7 +116,7 @@ def test_evaluate_rejects_conflicting_sources(jsonl: tuple[Path, Path]) -> None:
 
 
 def test_a_json_corpus_is_added_as_distractors(jsonl: tuple[Path, Path], tmp_path: Path) -> None:
-    evaluate = load_script()
+    evaluate = load_script("evaluate")
     corpus, questions = jsonl
     extra = tmp_path / "wiki2.json"
     extra.write_text(json.dumps([{"title": "Mount Etna", "text": "dup"}, {"title": "Lisbon", "text": "A city."}]))

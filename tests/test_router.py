@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from script_modules import load_script
 
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
@@ -57,6 +58,16 @@ def test_clear_examples_route_to_their_intent(
     assert out["intent"] == intent, out["routing"]
     assert 0.0 < out["confidence"] <= 1.0
     assert sum(out["weights"].values()) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_demo_queries_route_to_the_intent_they_show(router: IntentRouter, encoder: OnnxEncoder) -> None:
+    # The README's main command answers "one query of every intent": each must be routed to the intent it stands
+    # for (an earlier "relational" demo query was routed factual). Routing reads only the query, not the index.
+    demo = load_script("demo")
+    assert set(demo.DEMO_QUERIES) == set(INTENTS)
+    for intent, query in demo.DEMO_QUERIES.items():
+        out = router.run(query=query, query_embedding=encoder.encode([query])[0].tolist())
+        assert out["intent"] == intent, (query, out["routing"])
 
 
 def test_soft_routing_mixes_profiles(router: IntentRouter, encoder: OnnxEncoder) -> None:
