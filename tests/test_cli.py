@@ -97,6 +97,15 @@ def test_errors_are_clear_and_without_traceback(
         assert "usage: adaptive-retrieval" in capsys.readouterr().err
 
 
+def test_calibrate_help_states_the_library_default(capsys: pytest.CaptureFixture[str]) -> None:
+    # --queries defaults to None so that --help imports nothing heavy; its help text repeats the library's default.
+    from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_QUERIES
+
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    assert f"(default {DEFAULT_QUERIES})" in " ".join(capsys.readouterr().out.split())
+
+
 def test_draw_writes_mermaid_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["draw", "--out", str(tmp_path), "--format", "mmd", "--pipeline", "query"]) == 0
     written = capsys.readouterr().out.split()
