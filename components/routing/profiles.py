@@ -74,13 +74,13 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
     "contextual": {
         "weights": {
+            "bridge": 0.0,
             "dense": 0.357,
             "graph_global": 0.0,
             "graph_local": 0.0,
+            "graph_ppr": 0.0,
             "section": 0.643,
             "sparse": 0.0,
-            "graph_ppr": 0.0,
-            "bridge": 0.0,
         },
         "top_k": 10,
         "fetch_k": 30,
@@ -104,13 +104,13 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
     "keyword": {
         "weights": {
+            "bridge": 0.0,
             "dense": 0.15,
             "graph_global": 0.0,
             "graph_local": 0.25,
+            "graph_ppr": 0.0,
             "section": 0.0,
             "sparse": 0.6,
-            "graph_ppr": 0.0,
-            "bridge": 0.0,
         },
         "top_k": 10,
         "fetch_k": 30,
@@ -119,13 +119,13 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
     "opinion": {
         "weights": {
+            "bridge": 0.0,
             "dense": 0.4,
             "graph_global": 0.3,
             "graph_local": 0.0,
+            "graph_ppr": 0.0,
             "section": 0.15,
             "sparse": 0.15,
-            "graph_ppr": 0.0,
-            "bridge": 0.0,
         },
         "top_k": 15,
         "fetch_k": 50,
@@ -149,13 +149,13 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
     },
     "summary": {
         "weights": {
+            "bridge": 0.0,
             "dense": 0.25,
             "graph_global": 0.0,
             "graph_local": 0.0,
+            "graph_ppr": 0.0,
             "section": 0.75,
             "sparse": 0.0,
-            "graph_ppr": 0.0,
-            "bridge": 0.0,
         },
         "top_k": 15,
         "fetch_k": 40,
