@@ -46,7 +46,7 @@ from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402
     collect_signals,
     fit_calibration,
 )
-from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl  # noqa: E402
+from evaluation.data import EvalSet, add_jsonl_arguments, jsonl_evalset, load_aragog, load_hotpot  # noqa: E402
 from evaluation.systems import AdaptiveSystem, eval_folder  # noqa: E402
 
 
@@ -124,9 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hotpot", default=None)
     parser.add_argument("--aragog", default=None, help="ARAGOG folder (unanswerable: the question's paper removed)")
-    parser.add_argument("--corpus", action="append", default=[])
-    parser.add_argument("--questions", default=None)
-    parser.add_argument("--name", default=None)
+    add_jsonl_arguments(parser, name_default="the questions file's folder")
     parser.add_argument("--root", default=str(ROOT / ".adaptive" / "eval-gate-transfer"))
     parser.add_argument(
         "--pseudo", type=int, default=DEFAULT_QUERIES, help="pseudo-queries of the self-calibration (the library's)"
@@ -144,9 +142,8 @@ def main() -> None:
     if args.aragog:
         sets.append(load_aragog(args.aragog))
     if args.corpus or args.questions:
-        if not (args.corpus and args.questions):
-            raise SystemExit("--corpus and --questions go together")
-        sets.append(load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).parent.name))
+        folder = Path(args.questions).parent.name if args.questions else None
+        sets.append(jsonl_evalset(args.corpus, args.questions, args.name or folder))
     if not sets:
         raise SystemExit("Give --hotpot, --aragog and/or --corpus/--questions")
     dump = Path(args.dump) if args.dump else None

@@ -177,8 +177,9 @@ def load_jsonl(corpus_paths: Iterable[str | Path], questions_path: str | Path, n
     return EvalSet(name, passages, load_jsonl_questions(questions_path))
 
 
-def add_jsonl_arguments(parser: Any) -> None:
-    """The ``--corpus`` / ``--questions`` / ``--name`` options of a JSONL evaluation (an argparse parser)."""
+def add_jsonl_arguments(parser: Any, name_default: str = "the questions file's stem") -> None:
+    """The ``--corpus`` / ``--questions`` / ``--name`` options of a JSONL evaluation (an argparse parser);
+    ``name_default`` says in the help what the script names the set when ``--name`` is not given."""
     parser.add_argument(
         "--corpus",
         action="append",
@@ -186,7 +187,7 @@ def add_jsonl_arguments(parser: Any) -> None:
         help="JSONL {id, title, text}, or a .json [{title, text}] list (or its folder) as distractors; repeatable",
     )
     parser.add_argument("--questions", help="JSONL {id, question, gold_ids, type}")
-    parser.add_argument("--name", help="name of a JSONL evaluation (default: the questions file's stem)")
+    parser.add_argument("--name", help=f"name of a JSONL evaluation (default: {name_default})")
 
 
 def jsonl_evalset(corpora: Iterable[str | Path], questions: str | Path | None, name: str | None = None) -> EvalSet:
