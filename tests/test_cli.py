@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.routing.profiles import INTENTS
 from adaptive_retrieval.pipelines.cli import main
 
@@ -59,7 +60,7 @@ def test_index_then_query_with_diagnostics(
     out = capsys.readouterr().out
     assert "6 pseudo-queries" in out and "AUROC" in out and "gate_calibration.json" in out
     saved = json.loads((Path(store_path) / "gate_calibration.json").read_text())
-    assert set(saved["weights"]) <= {"top_score", "margin", "coverage", "agreement", "redundancy", "names"}
+    assert set(saved["weights"]) <= set(SIGNALS)
     assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
     assert json.loads(capsys.readouterr().out)["gate"]["calibration"] == "index"
 

@@ -102,6 +102,21 @@ def test_names_signal_asks_that_every_name_of_the_query_is_somewhere_in_the_list
     assert gate_signals(docs, "how tall is the tower?", k=1)["names"] == 1.0  # nothing named: no evidence of a miss
 
 
+def test_names_title_counts_the_names_a_returned_document_is_about() -> None:
+    query = "Was Common Sense written by the author of The Age of Reason?"
+    paine = doc("a", "Thomas Paine wrote Common Sense and The Age of Reason.", title="Thomas Paine")
+    sense = doc("b", "A pamphlet of 1776.", title="Common Sense (pamphlet)")  # the title holds the name
+    assert gate_signals([paine], query, k=1)["names_title"] == 0.0  # both named, neither page is about them
+    assert gate_signals([paine, sense], query, k=1)["names_title"] == 0.5  # read beyond the top k, as names
+    # The name inside a title (a paper named before its subtitle) or a title inside the name both count.
+    bert = doc("c", "Masked language modelling.", title="BERT: Pre-training of Deep Bidirectional Transformers")
+    assert gate_signals([bert], "How does BERT mask tokens?", k=1)["names_title"] == 1.0
+    band = doc("d", "A rock trio from Toronto.", title="Danko Jones")
+    assert gate_signals([band], "Who runs Danko Jones Records?", k=1)["names_title"] == 1.0
+    assert gate_signals([band], "Who runs Bad Taste Records?", k=1)["names_title"] == 0.0
+    assert gate_signals([paine], "how tall is the tower?", k=1)["names_title"] == 1.0  # nothing named
+
+
 # -- gate decisions -----------------------------------------------------------------------------------------
 
 

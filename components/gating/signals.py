@@ -11,7 +11,11 @@
   occurs, as a phrase, in at least one returned document (all of them, not only the top ``k``: the hops of a
   multi-hop question sit in different documents), else 0.0; 1.0 for a query without names. Removing a question's
   evidence typically removes the only passages about the entity it names; the other signals only see that the
-  rest of the list is weaker, which multi-hop questions are anyway.
+  rest of the list is weaker, which multi-hop questions are anyway;
+- ``names_title``: share of those names that a returned document is *about*: the name and the document's title
+  contain one another as phrases ("Kentucky Tavern" and the page "Kentucky Tavern (bourbon)", "BERT" and "BERT:
+  Pre-training of…"); 1.0 for a query without names. Other pages mention a name in passing (which ``names``
+  counts); with the evidence gone, the page titled by it is what is missing.
 
 Usage::
 
@@ -33,7 +37,7 @@ from haystack import Document
 
 from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, stopwords
 
-SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy", "names")
+SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy", "names", "names_title")
 
 _WORD = re.compile(r"[a-z0-9]+")
 _EDGE = re.compile(r"^[\"'(\[“‘]+|[\"')\]”’?!.,:;]+$")
@@ -156,8 +160,10 @@ def gate_signals(
     if names:
         texts = [" " + normalise_key(f"{d.meta.get('title', '')} {d.content or ''}") + " " for d in documents]
         signals["names"] = float(all(any(f" {n} " in t for t in texts) for n in names))
+        titles = [f" {t} " for t in {normalise_key(str(d.meta.get("title") or "")) for d in documents} if t]
+        signals["names_title"] = sum(any(f" {n} " in t or t in f" {n} " for t in titles) for n in names) / len(names)
     else:
-        signals["names"] = 1.0  # nothing named: not evidence of a miss
+        signals["names"] = signals["names_title"] = 1.0  # nothing named: not evidence of a miss
 
     active = (
         list(channels) if channels is not None else sorted({c for d in documents for c in d.meta.get("channels", {})})
