@@ -2,7 +2,7 @@
 
 python scripts/eval_gate_transfer.py --hotpot ../shared/data/hotpotqa100 \\
     --corpus ../shared/data/musique_dev100/corpus.jsonl --questions ../shared/data/musique_dev100/questions.jsonl \\
-    [--root .adaptive/eval-gate-transfer] [--pseudo 500] [--limit N] [--json out.json]
+    [--root .adaptive/eval-gate-transfer] [--pseudo 500] [--seed 0] [--limit N] [--json out.json]
 
 Per evaluation set:
 
@@ -69,6 +69,7 @@ def evaluate_set(
     dump: Path | None = None,
     reuse: Path | None = None,
     l2: float = DEFAULT_L2,
+    seed: int = 0,
 ) -> dict[str, Any]:
     system = AdaptiveSystem(eval_folder(root, evalset.name))
     stats = system.index(evalset)
@@ -78,7 +79,7 @@ def evaluate_set(
     folder = gate.document_store.to_dict()["init_parameters"]["path"]
     calibration_path(folder).unlink(missing_ok=True)  # self-calibrate from scratch
 
-    samples = collect_signals(pipeline, queries=pseudo)
+    samples = collect_signals(pipeline, queries=pseudo, seed=seed)
     fitted = fit_calibration(samples, gate.prior, l2)
     saved = save_calibration(calibration_path(folder), fitted)
     print(f"[{evalset.name}] self-calibration: {json.dumps(fitted['report'])}")
@@ -134,6 +135,7 @@ def main() -> None:
     parser.add_argument("--dump", default=None, help="folder for the raw signals (<set>.npz) of both kinds")
     parser.add_argument("--reuse", default=None, help="folder of an earlier --dump: reuse its real-question signals")
     parser.add_argument("--l2", type=float, default=None, help="L2 pull towards the prior (default: the library's)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the pseudo-query sample (the library's: 0)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sets = []
@@ -158,6 +160,7 @@ def main() -> None:
             dump / f"{s.name}.npz" if dump else None,
             Path(args.reuse) / f"{s.name}.npz" if args.reuse else None,
             **({"l2": args.l2} if args.l2 is not None else {}),
+            seed=args.seed,
         )
         for s in sets
     }
