@@ -15,6 +15,8 @@ question and no
    supporting passages deleted from the eval index and restored after, as in ``scripts/calibrate_gate.py``).
 4. Score the attempt-0 signals with the prior (the hotpotqa fit shipped in the gate) and with the
    self-calibration: AUROC answerable vs unanswerable and pass rates at each model's own threshold.
+5. With ``--loop``, run both variants again with the gate's retries on (``max_retries`` as configured) and
+   report the self-calibrated gate's final decisions: what a caller is told.
 
 On hotpotqa100 the *prior* was fitted on these very questions (in-sample for the prior); musique_dev100 is a
 corpus neither model saw.
@@ -70,6 +72,7 @@ def evaluate_set(
     reuse: Path | None = None,
     l2: float = DEFAULT_L2,
     seed: int = 0,
+    loop: bool = False,
 ) -> dict[str, Any]:
     system = AdaptiveSystem(eval_folder(root, evalset.name))
     stats = system.index(evalset)
@@ -118,6 +121,21 @@ def evaluate_set(
             f"[{evalset.name}] {name:<15} AUROC {r['auroc']:.3f}  pass answerable {r['pass_answerable']:.0%}  "
             f"unanswerable {r['pass_unanswerable']:.0%}"
         )
+    if loop:
+        # What a caller gets: the self-calibrated gate's final decision after the pipeline's own retries.
+        store, graph = stores_of(pipeline)
+        rows = run_both(pipeline, store, graph, questions, f"{evalset.name} (loop)")
+        result["self_calibrated_loop"] = {
+            f"{key}_{variant}": round(float(np.mean([test(r[variant]) for r in rows])), 4)
+            for variant in ("answerable", "unanswerable")
+            for key, test in (("pass", lambda v: v["decision"] == "pass"), ("retried", lambda v: v["attempts"] > 1))
+        }
+        r = result["self_calibrated_loop"]
+        print(
+            f"[{evalset.name}] self_calibrated, max_retries={gate.max_retries}: final decision pass answerable "
+            f"{r['pass_answerable']:.0%} (retried {r['retried_answerable']:.0%})  unanswerable "
+            f"{r['pass_unanswerable']:.0%} (retried {r['retried_unanswerable']:.0%})"
+        )
     return result
 
 
@@ -136,6 +154,9 @@ def main() -> None:
     parser.add_argument("--reuse", default=None, help="folder of an earlier --dump: reuse its real-question signals")
     parser.add_argument("--l2", type=float, default=None, help="L2 pull towards the prior (default: the library's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the pseudo-query sample (the library's: 0)")
+    parser.add_argument(
+        "--loop", action="store_true", help="also run every question with the gate's retries: its final decisions"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sets = []
@@ -161,6 +182,7 @@ def main() -> None:
             Path(args.reuse) / f"{s.name}.npz" if args.reuse else None,
             **({"l2": args.l2} if args.l2 is not None else {}),
             seed=args.seed,
+            loop=args.loop,
         )
         for s in sets
     }
