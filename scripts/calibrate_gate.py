@@ -162,32 +162,43 @@ def cross_validate(x: np.ndarray, y: np.ndarray, group: np.ndarray, folds: int, 
     }
 
 
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
+
+
+def decision_shares(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Shares of one variant's runs (``run_both`` rows) that ended ``pass`` / ``insufficient`` and that retried."""
+    return {
+        "pass": _mean([r["decision"] == "pass" for r in runs]),
+        "insufficient": _mean([r["decision"] == "insufficient" for r in runs]),
+        "retried": _mean([r["attempts"] > 1 for r in runs]),
+    }
+
+
 def summarise_loop(rows: list[dict[str, Any]], first: list[dict[str, Any]]) -> dict[str, Any]:
     ans = [r["answerable"] for r in rows]
     una = [r["unanswerable"] for r in rows]
     ans0 = [r["answerable"] for r in first]
     retried = [i for i, a in enumerate(ans) if a["attempts"] > 1]
-
-    def mean(values: list[float]) -> float:
-        return float(np.mean(values)) if values else float("nan")
+    ans_shares, una_shares = decision_shares(ans), decision_shares(una)
 
     return {
         "answerable": {
-            "pass": mean([a["decision"] == "pass" for a in ans]),
-            "retried": mean([a["attempts"] > 1 for a in ans]),
-            "recall_attempt0": mean([a["recall"] for a in ans0]),
-            "recall_final": mean([a["recall"] for a in ans]),
-            "recall@10_attempt0": mean([a["recall@10"] for a in ans0]),
-            "recall@10_final": mean([a["recall@10"] for a in ans]),
-            "recall_gain_on_retried": mean([ans[i]["recall"] - ans0[i]["recall"] for i in retried]),
-            "retried_returning_retry": mean([ans[i]["attempt"] > 0 for i in retried]),
-            "returned_passages": mean([a["returned"] for a in ans]),
+            "pass": ans_shares["pass"],
+            "retried": ans_shares["retried"],
+            "recall_attempt0": _mean([a["recall"] for a in ans0]),
+            "recall_final": _mean([a["recall"] for a in ans]),
+            "recall@10_attempt0": _mean([a["recall@10"] for a in ans0]),
+            "recall@10_final": _mean([a["recall@10"] for a in ans]),
+            "recall_gain_on_retried": _mean([ans[i]["recall"] - ans0[i]["recall"] for i in retried]),
+            "retried_returning_retry": _mean([ans[i]["attempt"] > 0 for i in retried]),
+            "returned_passages": _mean([a["returned"] for a in ans]),
             **{f"loop_{k}": v for k, v in percentiles([a["ms"] for a in ans]).items()},
             **{f"single_{k}": v for k, v in percentiles([a["ms"] for a in ans0]).items()},
         },
         "unanswerable": {
-            "insufficient": mean([u["decision"] == "insufficient" for u in una]),
-            "retried": mean([u["attempts"] > 1 for u in una]),
+            "insufficient": una_shares["insufficient"],
+            "retried": una_shares["retried"],
             **{f"loop_{k}": v for k, v in percentiles([u["ms"] for u in una]).items()},
         },
     }

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from calibrate_gate import features, run_both, stores_of  # noqa: E402
+from calibrate_gate import decision_shares, features, run_both, stores_of  # noqa: E402
 
 from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
@@ -126,15 +126,13 @@ def evaluate_set(
         store, graph = stores_of(pipeline)
         rows = run_both(pipeline, store, graph, questions, f"{evalset.name} (loop)")
         result["self_calibrated_loop"] = {
-            f"{key}_{variant}": round(float(np.mean([test(r[variant]) for r in rows])), 4)
+            variant: {k: round(v, 4) for k, v in decision_shares([r[variant] for r in rows]).items()}
             for variant in ("answerable", "unanswerable")
-            for key, test in (("pass", lambda v: v["decision"] == "pass"), ("retried", lambda v: v["attempts"] > 1))
         }
-        r = result["self_calibrated_loop"]
+        a, u = result["self_calibrated_loop"]["answerable"], result["self_calibrated_loop"]["unanswerable"]
         print(
             f"[{evalset.name}] self_calibrated, max_retries={gate.max_retries}: final decision pass answerable "
-            f"{r['pass_answerable']:.0%} (retried {r['retried_answerable']:.0%})  unanswerable "
-            f"{r['pass_unanswerable']:.0%} (retried {r['retried_unanswerable']:.0%})"
+            f"{a['pass']:.0%} (retried {a['retried']:.0%})  unanswerable {u['pass']:.0%} (retried {u['retried']:.0%})"
         )
     return result
 
