@@ -10,6 +10,8 @@ weights plus ``graph_ppr`` at ``--ppr-weight`` (a share of the total), scored at
         --questions ../shared/data/musique_dev100/questions.jsonl --wiki2 ../shared/data/wiki2_corpus \\
         --name musique --split train --grid "restart=0.3,0.5;similarity_weight=0.3,0.5"
     python scripts/eval_ppr.py ... --split all --linking      # seed-linking precision/recall (MuSiQue)
+    python scripts/eval_ppr.py --musique musique_ans_v1.0_dev.jsonl --wiki2 ../shared/data/wiki2_corpus \
+        --split all --linking                                  # MuSiQue as released, decompositions included
 
 Seed linking (``--linking``, needs ``meta.decomposition`` in the questions): the entities a question names are
 the subjects of its decomposition's ``X >> relation`` steps without ``#``; recall = share of them among the walk's
@@ -37,7 +39,15 @@ from haystack import Document
 from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, title_aliases
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from evaluation.data import EvalSet, Question, load_hotpot, load_jsonl, load_wiki2
+from evaluation.data import (
+    EvalSet,
+    Question,
+    load_hotpot,
+    load_jsonl,
+    load_musique,
+    load_wiki2,
+    read_musique_records,
+)
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 from evaluation.systems import AdaptiveSystem, eval_folder
 
@@ -91,6 +101,7 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", default=[], help="JSONL corpus; repeatable")
     parser.add_argument("--questions")
     parser.add_argument("--hotpot", help="HotpotQA folder instead of --corpus/--questions")
+    parser.add_argument("--musique", help="MuSiQue questions as released (JSONL or a JSON list) instead")
     parser.add_argument("--wiki2", help="2WikiMultihopQA corpus.json (or its folder) as distractors")
     parser.add_argument("--name", default=None)
     parser.add_argument("--split", choices=("all", "train", "held-out"), default="train")
@@ -105,17 +116,24 @@ def main() -> None:
 
     if args.hotpot:
         evalset = load_hotpot(args.hotpot)
+    elif args.musique:
+        evalset = load_musique(args.musique, args.name)
     elif args.corpus and args.questions:
         evalset = load_jsonl(args.corpus, args.questions, name=args.name or Path(args.questions).stem)
     else:
-        raise SystemExit("Give --hotpot, or --corpus and --questions.")
+        raise SystemExit("Give --hotpot, --musique, or --corpus and --questions.")
     if args.wiki2:
         evalset = evalset.with_distractors(load_wiki2(args.wiki2))
     if args.split != "all":
         train, held = evalset.split(args.held_out, args.seed)
         evalset = EvalSet(evalset.name, evalset.passages, train if args.split == "train" else held)
     raw = {}
-    if args.questions:
+    if args.musique:
+        # The released format's decomposition steps, in the shape the JSONL questions carry them.
+        for record in read_musique_records(args.musique):
+            steps = [step["question"] for step in record.get("question_decomposition", [])]
+            raw[str(record["id"])] = {"meta": {"decomposition": steps}}
+    elif args.questions:
         with open(args.questions, encoding="utf-8") as fh:
             for line in fh:
                 if line.strip():

@@ -3,6 +3,7 @@
     python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --json eval-hotpot.json
     python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --wiki2 ../shared/data/wiki2_corpus
     python scripts/evaluate.py --aragog ../shared/data/aragog --json eval-aragog.json
+    python scripts/evaluate.py --musique musique_ans_v1.0_dev.jsonl --wiki2 ../shared/data/wiki2_corpus
     python scripts/evaluate.py --corpus a.jsonl --corpus b.jsonl --questions q.jsonl --json out.json
     python scripts/evaluate.py --corpus ../shared/data/musique_dev100/corpus.jsonl \
         --corpus ../shared/data/wiki2_corpus/corpus.json --questions ../shared/data/musique_dev100/questions.jsonl \
@@ -37,8 +38,16 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.threads import limit_blas_threads
-from evaluation.data import EvalSet, add_jsonl_arguments, jsonl_evalset, load_aragog, load_hotpot, load_wiki2
-from evaluation.metrics import METRICS, aggregate, percentiles, question_metrics
+from evaluation.data import (
+    EvalSet,
+    add_jsonl_arguments,
+    jsonl_evalset,
+    load_aragog,
+    load_hotpot,
+    load_musique,
+    load_wiki2,
+)
+from evaluation.metrics import METRICS, aggregate, bootstrap_interval, percentiles, question_metrics
 from evaluation.systems import (
     ADAPTIVE,
     ALL_SYSTEMS,
@@ -54,13 +63,15 @@ WARMUP_QUESTIONS = 3
 
 def build_evalset(args: argparse.Namespace) -> EvalSet:
     """The evaluation set the arguments describe (exactly one source, plus optional distractors)."""
-    sources = [bool(args.corpus or args.questions), bool(args.hotpot), bool(args.aragog)]
+    sources = [bool(args.corpus or args.questions), bool(args.hotpot), bool(args.aragog), bool(args.musique)]
     if sum(sources) != 1:
-        raise SystemExit("Give exactly one of --corpus/--questions, --hotpot or --aragog.")
+        raise SystemExit("Give exactly one of --corpus/--questions, --hotpot, --aragog or --musique.")
     if args.corpus or args.questions:
         evalset = jsonl_evalset(args.corpus, args.questions, args.name)
     elif args.hotpot:
         evalset = load_hotpot(args.hotpot)
+    elif args.musique:
+        evalset = load_musique(args.musique, args.name)
     else:
         evalset = load_aragog(args.aragog)
     if args.wiki2:
@@ -181,7 +192,28 @@ def evaluate(
         report["adaptive_stages"] = {stage: percentiles(v) for stage, v in stage_ms.items()}
     report["targets"] = targets(report["systems"])
     report["by_hop"] = by_type_table(report["systems"])
+    report["uncertainty"] = uncertainty(per_question)
     return report
+
+
+def uncertainty(per_question: list[dict[str, Any]], baseline: str = "stock_hybrid_rrf") -> dict[str, Any]:
+    """How firmly the questions pin adaptive's full@10 against ``baseline``: the questions only one of them fully
+    supports, the 95 % bootstrap interval of the ratio of their full@10, and of adaptive's full@10 per type."""
+    if not per_question or not {ADAPTIVE, baseline} <= set(per_question[0]["systems"]):
+        return {}
+    ours = [q["systems"][ADAPTIVE]["full@10"] for q in per_question]
+    theirs = [q["systems"][baseline]["full@10"] for q in per_question]
+    out: dict[str, Any] = {
+        "baseline": baseline,
+        "only_adaptive_full": sum(1 for a, b in zip(ours, theirs, strict=True) if a and not b),
+        "only_baseline_full": sum(1 for a, b in zip(ours, theirs, strict=True) if b and not a),
+        "full@10_ratio_95": bootstrap_interval(ours, theirs),
+        "adaptive_full@10_95": {"all": bootstrap_interval(ours)},
+    }
+    for qtype in sorted({q["type"] for q in per_question}):
+        values = [a for a, q in zip(ours, per_question, strict=True) if q["type"] == qtype]
+        out["adaptive_full@10_95"][qtype] = bootstrap_interval(values)
+    return out
 
 
 def by_type_table(systems: dict[str, Any], baseline: str = "stock_hybrid_rrf") -> dict[str, Any]:
@@ -275,6 +307,17 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("")
         for name, s in report["systems"].items():
             lines.append(f"p50 {name}: {s['p50_ms']:.0f} ms")
+    u = report.get("uncertainty") or {}
+    if u:
+        low, high = u["full@10_ratio_95"]
+        per_type = ", ".join(f"{t} {lo:.2f}–{hi:.2f}" for t, (lo, hi) in u["adaptive_full@10_95"].items())
+        lines += [
+            "",
+            f"full support only by adaptive: {u['only_adaptive_full']} questions; only by {u['baseline']}: "
+            f"{u['only_baseline_full']}",
+            f"95 % bootstrap intervals (10,000 resamples of the questions): full@10 ratio {low:.2f}–{high:.2f}×; "
+            f"adaptive full@10 {per_type}",
+        ]
     if report.get("routing"):
         confusion = report["routing"]["confusion"]
         intents = sorted({i for row in confusion.values() for i in row})
@@ -300,6 +343,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_jsonl_arguments(parser)
     parser.add_argument("--hotpot", help="HotpotQA folder (corpus.json + questions.json)")
     parser.add_argument("--aragog", help="ARAGOG folder (questions.json + papers/)")
+    parser.add_argument(
+        "--musique", help="MuSiQue questions as released (JSONL, or a JSON list): their paragraphs are the corpus"
+    )
     parser.add_argument("--wiki2", help="2WikiMultihopQA corpus.json (or its folder) to add as distractors")
     parser.add_argument("--wiki2-limit", type=int, default=None, help="use the first N distractor passages")
     parser.add_argument("--limit", type=int, default=None, help="evaluate the first N questions only")

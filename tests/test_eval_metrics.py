@@ -9,9 +9,19 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from evaluation.data import EvalSet, Passage, Question, load_hotpot, load_jsonl, load_wiki2
+from evaluation.data import (
+    EvalSet,
+    Passage,
+    Question,
+    load_hotpot,
+    load_jsonl,
+    load_musique,
+    load_wiki2,
+    musique_passage_id,
+)
 from evaluation.metrics import (
     aggregate,
+    bootstrap_interval,
     full_at_k,
     ndcg_at_k,
     passage_ranking,
@@ -122,3 +132,58 @@ def test_native_hotpot_and_wiki2(tmp_path: Path) -> None:
     assert mixed.fingerprint() != evalset.fingerprint()
     with pytest.raises(FileNotFoundError, match="corpus.json"):
         load_hotpot(tmp_path)
+
+
+def test_musique_release_format(tmp_path: Path) -> None:
+    def paragraph(title: str, text: str, supporting: bool) -> dict[str, object]:
+        return {"idx": 0, "title": title, "paragraph_text": text, "is_supporting": supporting}
+
+    records = [
+        {
+            "id": "3hop1__1_2_3",
+            "question": "Who?",
+            "answerable": True,
+            "paragraphs": [paragraph("A", "a", True), paragraph("B", "b", True), paragraph("C", "c", False)],
+        },
+        {
+            "id": "2hop__4_5",
+            "question": "What?",
+            "answerable": True,
+            "paragraphs": [paragraph("A", "a", False), paragraph("D", "d", True)],
+        },
+        {"id": "2hop__6_7", "question": "Not here?", "answerable": False, "paragraphs": [paragraph("E", "e", False)]},
+    ]
+    listed = tmp_path / "musique.json"
+    listed.write_text(json.dumps(records))
+    lines = tmp_path / "musique.jsonl"
+    lines.write_text("\n".join(json.dumps(r) for r in records))
+    for file in (listed, lines):
+        evalset = load_musique(file)
+        # A paragraph two questions share is one passage; the unanswerable record is skipped.
+        assert [p.title for p in evalset.passages] == ["A", "B", "C", "D"]
+        assert [(q.id, q.type, len(q.gold_ids)) for q in evalset.questions] == [
+            ("3hop1__1_2_3", "3hop", 2),
+            ("2hop__4_5", "2hop", 1),
+        ]
+        assert evalset.questions[0].gold_ids[0] == musique_passage_id("A", "a")
+    # The same ids as musique_dev100's corpus.jsonl: sha1("title\ntext").
+    assert musique_passage_id("Keala Settle", "x").startswith("mq_") and len(musique_passage_id("T", "t")) == 15
+
+    records[0]["paragraphs"] = [paragraph("A", "a", False)]
+    listed.write_text(json.dumps(records))
+    with pytest.raises(ValueError, match="no supporting paragraph"):
+        load_musique(listed)
+
+
+def test_bootstrap_interval_brackets_the_estimate_and_is_deterministic() -> None:
+    ours = [1.0] * 55 + [0.0] * 45
+    theirs = [1.0] * 34 + [0.0] * 66
+    low, high = bootstrap_interval(ours, theirs)
+    assert low < 55 / 34 < high and (low, high) == bootstrap_interval(ours, theirs)
+    low, high = bootstrap_interval(ours)
+    assert 0.0 <= low < 0.55 < high <= 1.0
+    assert bootstrap_interval([1.0, 1.0], [0.0, 0.0]) == (math.inf, math.inf)  # the peer never succeeds
+    with pytest.raises(ValueError, match="same non-zero number"):
+        bootstrap_interval([1.0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="level"):
+        bootstrap_interval([1.0], level=1.0)

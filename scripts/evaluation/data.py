@@ -7,6 +7,9 @@ Formats:
 - HotpotQA (``hotpotqa100/``): ``corpus.json`` ``{title: [sentences]}`` and ``questions.json``; a passage's id
   is its title and the gold passages are the titles in ``supporting_facts``;
 - 2WikiMultihopQA passages (``wiki2_corpus/corpus.json``, ``[{title, text}]``): distractors with no questions;
+- MuSiQue as released (``musique_ans_v1.0_*.jsonl``, or a JSON list of the same records): each question brings
+  its paragraphs; a passage's id is ``mq_`` + the SHA-1 of ``title\ntext`` (the ids of ``musique_dev100/``), so
+  a paragraph shared by questions is indexed once, and the gold passages are those marked ``is_supporting``;
 - ARAGOG (``aragog/``): ``questions.json`` ``{questions, ground_truths, filepaths}`` and ``papers/*.pdf``; each
   paper is one passage (indexed from its file), the gold passage of a question is its paper.
 
@@ -23,6 +26,7 @@ import hashlib
 import json
 import logging
 import random
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,6 +247,71 @@ def load_wiki2(path: str | Path, limit: int | None = None) -> list[Passage]:
         pid = f"wiki2:{title}" if count == 0 else f"wiki2:{title}#{count}"
         passages.append(Passage(id=pid, title=title, text=str(row["text"])))
     return passages
+
+
+def musique_passage_id(title: str, text: str) -> str:
+    """The id of a MuSiQue paragraph: ``mq_`` + the first 12 hex digits of SHA-1 over ``title\ntext``."""
+    return "mq_" + hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:12]
+
+
+def read_musique_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a MuSiQue file as released: JSONL, or one JSON list; each with its ``_line`` (its position)."""
+    text = Path(path).expanduser().read_text(encoding="utf-8")
+    if not text.lstrip().startswith("["):
+        return _read_jsonl(path)
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as err:
+        msg = f"{path}: not valid JSON ({err.msg})"
+        raise ValueError(msg) from err
+    if not all(isinstance(r, dict) for r in records):
+        msg = f"{path}: expected a list of JSON objects"
+        raise ValueError(msg)
+    return [{**record, "_line": number} for number, record in enumerate(records, 1)]
+
+
+def load_musique(path: str | Path, name: str | None = None) -> EvalSet:
+    """MuSiQue questions in the released format, with the paragraphs they bring as the corpus.
+
+    A record holds ``id`` (``2hop__…``, ``3hop1__…``, ``4hop3__…``), ``question``, ``paragraphs``
+    (``title``, ``paragraph_text``, ``is_supporting``) and ``answerable``. The question type is the hop count
+    (``3hop1`` and ``3hop2`` are both ``3hop``); unanswerable records (MuSiQue-Full) are skipped with a warning,
+    as they have no supporting passages.
+
+    :raises ValueError: for a record without its fields or without a supporting paragraph.
+    """
+    file = Path(path).expanduser()
+    records = read_musique_records(file)
+    passages: dict[str, Passage] = {}
+    questions = []
+    skipped = 0
+    for record in records:
+        _require(record, file, ("id", "question", "paragraphs"))
+        if record.get("answerable") is False:
+            skipped += 1
+            continue
+        gold = []
+        for paragraph in record["paragraphs"]:
+            title, body = str(paragraph.get("title") or ""), str(paragraph.get("paragraph_text") or "")
+            pid = musique_passage_id(title, body)
+            passages.setdefault(pid, Passage(id=pid, title=title, text=body))
+            if paragraph.get("is_supporting"):
+                gold.append(pid)
+        if not gold:
+            msg = f"{file}:{record['_line']}: question {record['id']!r} has no supporting paragraph"
+            raise ValueError(msg)
+        hops = re.match(r"\d+hop", str(record["id"]))
+        questions.append(
+            Question(
+                id=str(record["id"]),
+                question=str(record["question"]),
+                gold_ids=tuple(gold),
+                type=hops[0] if hops else "all",
+            )
+        )
+    if skipped:
+        logger.warning("MuSiQue: %d unanswerable question(s) in %s were skipped", skipped, file)
+    return EvalSet(name or file.stem, list(passages.values()), questions)
 
 
 def load_aragog(path: str | Path) -> EvalSet:

@@ -126,3 +126,40 @@ def aggregate(
         by_type[qtype] = entry
     summary["by_type"] = by_type
     return summary
+
+
+def bootstrap_interval(
+    ours: Sequence[float],
+    theirs: Sequence[float] | None = None,
+    resamples: int = 10_000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval over questions: of the mean of ``ours``, or, given ``theirs`` (the same
+    questions, another system), of the ratio ``sum(ours) / sum(theirs)``, resampling the questions in pairs.
+
+    Evaluation sets here hold 100 questions or fewer, so a point estimate can sit on either side of a target by
+    one question; the interval says how far the data pin it down. Resamples whose ``theirs`` sums to 0 count as an
+    infinite ratio.
+
+    :raises ValueError: for no questions, unequal lengths, or ``level`` outside (0, 1).
+    """
+    if not ours or (theirs is not None and len(theirs) != len(ours)):
+        msg = "bootstrap_interval needs the same non-zero number of values per system"
+        raise ValueError(msg)
+    if not 0.0 < level < 1.0:
+        msg = "level must be within (0, 1)"
+        raise ValueError(msg)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(ours), size=(resamples, len(ours)))
+    numerator = np.asarray(ours, dtype=np.float64)[picks].sum(axis=1)
+    if theirs is None:
+        stats = numerator / len(ours)
+    else:
+        denominator = np.asarray(theirs, dtype=np.float64)[picks].sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stats = np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.inf)
+    tail = (1.0 - level) / 2 * 100
+    # "nearest" picks resampled values: no interpolation between an infinite ratio and a finite one.
+    low, high = np.percentile(stats, [tail, 100 - tail], method="nearest")
+    return float(low), float(high)
