@@ -48,7 +48,14 @@ from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402
     collect_signals,
     fit_calibration,
 )
-from evaluation.data import EvalSet, add_jsonl_arguments, jsonl_evalset, load_aragog, load_hotpot  # noqa: E402
+from evaluation.data import (  # noqa: E402
+    EvalSet,
+    add_jsonl_arguments,
+    jsonl_evalset,
+    load_aragog,
+    load_hotpot,
+    load_musique,
+)
 from evaluation.systems import AdaptiveSystem, eval_folder  # noqa: E402
 
 
@@ -147,6 +154,7 @@ def main() -> None:
         "--pseudo", type=int, default=DEFAULT_QUERIES, help="pseudo-queries of the self-calibration (the library's)"
     )
     parser.add_argument("--limit", type=int, default=None, help="first N real questions only")
+    parser.add_argument("--musique", help="MuSiQue questions as released (named after the file): their paragraphs")
     parser.add_argument("--json", default=None)
     parser.add_argument("--dump", default=None, help="folder for the raw signals (<set>.npz) of both kinds")
     parser.add_argument("--reuse", default=None, help="folder of an earlier --dump: reuse its real-question signals")
@@ -165,8 +173,10 @@ def main() -> None:
     if args.corpus or args.questions:
         folder = Path(args.questions).parent.name if args.questions else None
         sets.append(jsonl_evalset(args.corpus, args.questions, args.name or folder))
+    if args.musique:
+        sets.append(load_musique(args.musique))
     if not sets:
-        raise SystemExit("Give --hotpot, --aragog and/or --corpus/--questions")
+        raise SystemExit("Give --hotpot, --aragog, --musique and/or --corpus/--questions")
     dump = Path(args.dump) if args.dump else None
     if dump:
         dump.mkdir(parents=True, exist_ok=True)
