@@ -102,6 +102,12 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
         by_hop = again["by_hop"]
         assert set(by_hop["adaptive_no_graph_ppr"]) == {"all", "factual", "comparison"}
         assert by_hop["adaptive"]["all"]["full@10_vs_stock_hybrid_rrf"] is not None
+        # Paired counts and bootstrap intervals against the stock hybrid, overall and per type.
+        spread = again["uncertainty"]
+        assert spread["only_adaptive_full"] + spread["only_baseline_full"] <= 4
+        assert set(spread["adaptive_full@10_95"]) == {"all", "factual", "comparison"}
+        low, high = spread["adaptive_full@10_95"]["all"]
+        assert 0.0 <= low <= again["systems"]["adaptive"]["full@10"] <= high <= 1.0
     finally:
         release_all_clients()
 
