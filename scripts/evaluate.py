@@ -51,7 +51,14 @@ from evaluation.data import (
     load_musique,
     load_wiki2,
 )
-from evaluation.metrics import METRICS, aggregate, bootstrap_interval, percentiles, question_metrics
+from evaluation.metrics import (
+    BOOTSTRAP_RESAMPLES,
+    METRICS,
+    aggregate,
+    bootstrap_interval,
+    percentiles,
+    question_metrics,
+)
 from evaluation.systems import (
     ADAPTIVE,
     ALL_SYSTEMS,
@@ -319,7 +326,8 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             f"full support only by adaptive: {u['only_adaptive_full']} questions; only by {u['baseline']}: "
             f"{u['only_baseline_full']}",
-            f"95 % bootstrap intervals (10,000 resamples of the questions): full@10 ratio {low:.2f}–{high:.2f}×; "
+            f"95 % bootstrap intervals ({BOOTSTRAP_RESAMPLES:,} resamples of the questions): full@10 ratio "
+            f"{low:.2f}–{high:.2f}×; "
             f"adaptive full@10 {per_type}",
         ]
     if report.get("routing"):

@@ -256,16 +256,17 @@ def musique_passage_id(title: str, text: str) -> str:
 
 def read_musique_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a MuSiQue file as released: JSONL, or one JSON list; each with its ``_line`` (its position)."""
-    text = Path(path).expanduser().read_text(encoding="utf-8")
+    file = Path(path).expanduser()
+    text = file.read_text(encoding="utf-8")
     if not text.lstrip().startswith("["):
-        return _read_jsonl(path)
+        return _read_jsonl(file)
     try:
         records = json.loads(text)
     except json.JSONDecodeError as err:
-        msg = f"{path}: not valid JSON ({err.msg})"
+        msg = f"{file}: not valid JSON ({err.msg})"
         raise ValueError(msg) from err
     if not all(isinstance(r, dict) for r in records):
-        msg = f"{path}: expected a list of JSON objects"
+        msg = f"{file}: expected a list of JSON objects"
         raise ValueError(msg)
     return [{**record, "_line": number} for number, record in enumerate(records, 1)]
 

@@ -21,6 +21,9 @@ import numpy as np
 #: The metrics :func:`question_metrics` computes, in report order.
 METRICS: tuple[str, ...] = ("recall@5", "recall@10", "full@10", "mrr", "ndcg@10")
 
+#: Resamples of :func:`bootstrap_interval` unless told otherwise.
+BOOTSTRAP_RESAMPLES = 10_000
+
 
 def _check(ranked: Sequence[str], gold: Iterable[str], k: int | None = None) -> set[str]:
     gold_set = set(gold)
@@ -131,7 +134,7 @@ def aggregate(
 def bootstrap_interval(
     ours: Sequence[float],
     theirs: Sequence[float] | None = None,
-    resamples: int = 10_000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
@@ -157,8 +160,8 @@ def bootstrap_interval(
         stats = numerator / len(ours)
     else:
         denominator = np.asarray(theirs, dtype=np.float64)[picks].sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stats = np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.inf)
+        positive = denominator > 0
+        stats = np.where(positive, numerator / np.where(positive, denominator, 1.0), np.inf)
     tail = (1.0 - level) / 2 * 100
     # "nearest" picks resampled values: no interpolation between an infinite ratio and a finite one.
     low, high = np.percentile(stats, [tail, 100 - tail], method="nearest")
