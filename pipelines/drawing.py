@@ -232,24 +232,28 @@ def draw_pipelines(
 
 
 #: Pipelines whose overview the README embeds.
+#: The documentation pages that carry pipeline diagrams, relative to the repository root, and the pipelines each
+#: one shows (``scripts/draw.py --readme`` rewrites them; ``tests/test_draw.py`` fails while one is stale).
+DOC_DIAGRAMS: dict[str, tuple[str, ...]] = {"README.md": ("query",), "pipelines/README.md": ("query", "indexing")}
+#: Every pipeline some page draws.
 README_PIPELINES = ("query", "indexing")
-#: The README holds each pipeline's overview between these two lines (``scripts/draw.py --readme`` rewrites it).
+#: A page holds each pipeline's overview between these two lines.
 README_BEGIN = "<!-- diagram:{name} begins: generated from the pipeline by `python scripts/draw.py --readme` -->"
 README_END = "<!-- diagram:{name} ends -->"
 
 
 def readme_with_diagrams(readme: str, texts: dict[str, str]) -> str:
-    """``readme`` with the block between each pipeline's markers replaced by its mermaid text (a ```mermaid
-    fence).
+    """``readme`` (a documentation page) with the block between each named pipeline's markers replaced by its
+    mermaid text (a ```mermaid fence).
 
-    :raises ValueError: when the README lacks a pipeline's markers.
+    :raises ValueError: when the page lacks a pipeline's markers.
     """
     for name, text in texts.items():
         begin, end = README_BEGIN.format(name=name), README_END.format(name=name)
         pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.DOTALL)
         match = pattern.search(readme)
         if match is None:
-            msg = f"The README has no block for the {name} diagram: add the two lines\n{begin}\n{end}"
+            msg = f"The page has no block for the {name} diagram: add the two lines\n{begin}\n{end}"
             raise ValueError(msg)
         block = f"{begin}\n```mermaid\n{text}```\n{end}"
         readme = readme[: match.start()] + block + readme[match.end() :]

@@ -2,12 +2,13 @@
 the README's diagrams.
 
 python scripts/draw.py [--out build/diagrams] [--format mmd svg png html] [--detail overview sockets haystack]
-python scripts/draw.py --readme [README.md]     # rewrite the README's overview diagrams from the pipelines
+python scripts/draw.py --readme [PAGE.md ...]   # rewrite the docs' overview diagrams from the pipelines
 
 The first form is ``adaptive-retrieval draw`` with every format and both the overview and the socket-level
 diagram by default. The renderer (mermaid-cli with Debian's chromium) is installed by ``scripts/setup``; nothing is
 fetched from the network. ``--readme`` needs no renderer: it replaces the ```mermaid block between each pipeline's
-marker comments (``tests/test_draw.py`` fails while the README's copy differs from the code's).
+marker comments in every page of ``DOC_DIAGRAMS`` (README.md, pipelines/README.md), or in the pages given
+(``tests/test_draw.py`` fails while a page's copy differs from the code's).
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def rewrite_readme(path: Path) -> bool:
-    """Regenerate the README's diagrams in place; ``True`` when the file changed."""
-    from adaptive_retrieval.pipelines.drawing import README_PIPELINES, mermaid_texts, readme_with_diagrams
+def rewrite_readme(path: Path, names: tuple[str, ...] | None = None) -> bool:
+    """Regenerate a page's diagrams in place (``names``: the pipelines it shows; default: those of
+    ``DOC_DIAGRAMS``, else the README's); ``True`` when the file changed."""
+    from adaptive_retrieval.pipelines.drawing import DOC_DIAGRAMS, mermaid_texts, readme_with_diagrams
 
+    if names is None:
+        key = path.resolve().relative_to(REPO).as_posix() if path.resolve().is_relative_to(REPO) else "README.md"
+        names = DOC_DIAGRAMS.get(key, DOC_DIAGRAMS["README.md"])
     old = path.read_text(encoding="utf-8")
-    new = readme_with_diagrams(old, mermaid_texts(README_PIPELINES))
+    new = readme_with_diagrams(old, mermaid_texts(names))
     if new != old:
         path.write_text(new, encoding="utf-8")
     return new != old
@@ -32,8 +37,11 @@ def rewrite_readme(path: Path) -> bool:
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if argv[:1] == ["--readme"]:
-        readme = Path(argv[1]) if len(argv) > 1 else REPO / "README.md"
-        print(f"{readme}: {'updated' if rewrite_readme(readme) else 'already current'}")
+        from adaptive_retrieval.pipelines.drawing import DOC_DIAGRAMS
+
+        pages = [Path(a) for a in argv[1:]] or [REPO / page for page in DOC_DIAGRAMS]
+        for page in pages:
+            print(f"{page}: {'updated' if rewrite_readme(page) else 'already current'}")
         sys.exit(0)
     from adaptive_retrieval.pipelines.cli import main
 

@@ -16,7 +16,7 @@ from haystack import Document, Pipeline, component
 
 from adaptive_retrieval.pipelines.drawing import (
     PIPELINE_NAMES,
-    README_PIPELINES,
+    DOC_DIAGRAMS,
     RendererNotInstalledError,
     draw_pipelines,
     find_renderer,
@@ -243,13 +243,14 @@ def test_overview_of_any_pipeline_sanitises_names_and_finds_the_cycle() -> None:
 # --- the README's copy ---------------------------------------------------------------------------------------
 
 
-def test_readme_diagrams_are_current() -> None:
-    """Fails when the pipelines changed and the README's diagrams did not: run `python scripts/draw.py --readme`."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    current = readme_with_diagrams(readme, mermaid_texts(README_PIPELINES))
-    assert current == readme, "The README's pipeline diagrams are stale: run `python scripts/draw.py --readme`"
-    for name in README_PIPELINES:
-        assert mermaid_texts([name])[name] in readme
+@pytest.mark.parametrize("page", sorted(DOC_DIAGRAMS))
+def test_doc_diagrams_are_current(page: str) -> None:
+    """Fails when the pipelines changed and a page's diagrams did not: run `python scripts/draw.py --readme`."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    current = readme_with_diagrams(text, mermaid_texts(DOC_DIAGRAMS[page]))
+    assert current == text, f"{page}'s pipeline diagrams are stale: run `python scripts/draw.py --readme`"
+    for name in DOC_DIAGRAMS[page]:
+        assert mermaid_texts([name])[name] in text
 
 
 def test_readme_script_rewrites_a_stale_block(tmp_path: Path) -> None:
