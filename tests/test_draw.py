@@ -15,8 +15,8 @@ import pytest
 from haystack import Document, Pipeline, component
 
 from adaptive_retrieval.pipelines.drawing import (
-    PIPELINE_NAMES,
     DOC_DIAGRAMS,
+    PIPELINE_NAMES,
     RendererNotInstalledError,
     draw_pipelines,
     find_renderer,
