@@ -27,6 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
+from adaptive_retrieval.pipelines.owner_client import ServerCallError, call_server, owned_message
+
 STORE_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
 QDRANT_URL_ENV = "QDRANT_URL"
 EXIT_ERROR = 1
@@ -54,42 +57,6 @@ def _store_owner(args: argparse.Namespace) -> dict[str, Any] | None:
         return None
     path = local_store_path(os.path.abspath(args.store) if getattr(args, "store", None) else None)
     return None if path is None else store_owner(path)
-
-
-def _owned_message(owner: dict[str, Any]) -> str:
-    return f"the store {owner.get('store')} is served by process {owner['pid']} at {owner.get('url')}"
-
-
-def _call_server(owner: dict[str, Any], method: str, route: str, **kwargs: Any) -> Any:
-    """``method`` ``route`` on the server that owns the store, with ``$ADAPTIVE_API_TOKEN`` when set; the JSON
-    answer, or a :class:`CliError` that names the server."""
-    import httpx
-    from haystack.utils import Secret
-
-    from adaptive_retrieval.pipelines.security import TOKEN_ENV
-
-    headers = {}
-    if token := Secret.from_env_var(TOKEN_ENV, strict=False).resolve_value():
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        response = httpx.request(method, f"{owner['url']}{route}", headers=headers, timeout=600, **kwargs)
-    except httpx.HTTPError as err:
-        msg = (
-            f"{_owned_message(owner)}, which did not answer ({err}); try again, or delete {owner.get('file')} "
-            "if that process is not this store's server"
-        )
-        raise CliError(msg) from err
-    if response.status_code == 401:
-        msg = f"{_owned_message(owner)}, which requires a token: set ${TOKEN_ENV}"
-        raise CliError(msg)
-    if response.status_code != 200:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        msg = f"{_owned_message(owner)}, which answered {response.status_code}: {detail}"
-        raise CliError(msg)
-    return response.json()
 
 
 def _progress_callback(out: TextIO) -> tuple[Any, Any, Any]:
@@ -125,7 +92,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(msg)
     if owner := _store_owner(args):
         msg = (
-            f"{_owned_message(owner)}: stop that server to index from the command line, or upload through it "
+            f"{owned_message(owner)}: stop that server to index from the command line, or upload through it "
             f"(curl -s {owner.get('url')}/indexing/run -F files=@FILE)"
         )
         raise CliError(msg)
@@ -201,9 +168,9 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(msg)
     if owner := _store_owner(args):
         # One process owns an embedded store: ask it rather than open the folder a second time.
-        print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
+        print(f"({owned_message(owner)}: asking it)", file=sys.stderr)
         body = {"query": text, **({"top_k": args.top_k} if args.top_k else {})}
-        response = QueryResponse.model_validate(_call_server(owner, "POST", "/query/run", json=body)["result"])
+        response = QueryResponse.model_validate(call_server(owner, "POST", "/query/run", json=body)["result"])
     else:
         pipeline = load_pipeline("query", **_store_overrides(args))
         response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
@@ -217,10 +184,10 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     """Delete indexed sources: their chunks, summaries and graph records, and the file when it is an upload."""
     if owner := _store_owner(args):
-        print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
+        print(f"({owned_message(owner)}: asking it)", file=sys.stderr)
         # The server resolves names against its own working directory: send paths that exist here as absolute.
         names = [str(Path(n).resolve()) if ("/" in n and Path(n).exists()) else n for n in args.sources]
-        removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
+        removed = call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
     else:
         from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
         from adaptive_retrieval.pipelines.serving import uploads_dir
@@ -275,10 +242,16 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Serve the wrappers under ``pipelines/`` read-only with Hayhooks, plus MCP at ``/mcp`` and ``/diagrams``
     (see README "Serving securely" for the token, CORS and Host settings)."""
-    from hayhooks.server.app import run_app
-    from hayhooks.server.exceptions import PipelineModuleLoadError
+    from haystack.lazy_imports import LazyImport
 
-    from adaptive_retrieval.pipelines.app import create_app
+    from adaptive_retrieval.components.extras import install_hint
+
+    with LazyImport(install_hint("serve")) as serve_import:
+        from hayhooks.server.app import run_app
+        from hayhooks.server.exceptions import PipelineModuleLoadError
+
+        from adaptive_retrieval.pipelines.app import create_app
+    serve_import.check()
 
     # The wrappers load their pipelines inside the server: they read the store from the environment.
     overrides = _store_overrides(args)
@@ -288,7 +261,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         os.environ[STORE_PATH_ENV] = overrides["path"]
         os.environ.pop(QDRANT_URL_ENV, None)
     if owner := _store_owner(args):
-        raise CliError(f"{_owned_message(owner)}: stop it first, or serve another --store")
+        raise CliError(f"{owned_message(owner)}: stop it first, or serve another --store")
     try:
         app = create_app(args.pipelines_dir, host=args.host, port=args.port)
     except PipelineModuleLoadError as err:
@@ -354,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{index,query,delete,stats,calibrate,serve,draw}"
+        dest="command", required=True, metavar="{index,query,delete,stats,calibrate,serve,draw,models}"
     )
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
@@ -413,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pipeline", nargs="+", choices=PIPELINE_NAMES, default=list(PIPELINE_NAMES))
     p.set_defaults(func=cmd_draw)
+    add_models_parser(sub)
     return parser
 
 
@@ -426,25 +400,46 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")
-    from haystack.core.errors import PipelineError, PipelineRuntimeError
-
-    from adaptive_retrieval.pipelines.drawing import RendererNotInstalledError
     from adaptive_retrieval.pipelines.threads import limit_blas_threads
-    from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError
 
-    known = (CliError, PipelineLoadError, RendererNotInstalledError, FileNotFoundError, ValueError, RuntimeError)
     try:
         limit_blas_threads()
         return args.func(args, out)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (*known, PipelineError, PipelineRuntimeError) as err:
-        # PipelineError: a component failed loudly (e.g. a store path that is a file); its message names it.
-        # RuntimeError covers Qdrant's "storage folder is already accessed by another instance" (a server holds
-        # the folder): its message says what to do.
+    except Exception as err:
+        if not isinstance(err, _user_errors()):
+            raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors whose message is for the user (printed as ``error: ...``, no traceback); imported when one is
+    raised, so that a command that needs no pipeline never imports Haystack."""
+    from haystack.core.errors import PipelineError, PipelineRuntimeError
+
+    from adaptive_retrieval.pipelines.drawing import RendererNotInstalledError
+    from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError
+
+    # PipelineError: a component failed loudly (e.g. a store path that is a file); its message names it.
+    # RuntimeError covers Qdrant's "storage folder is already accessed by another instance" (a server holds the
+    # folder): its message says what to do. ImportError: an optional part used without its extra; the message
+    # names the extra to install.
+    return (
+        CliError,
+        ServerCallError,
+        ModelCommandError,
+        PipelineLoadError,
+        RendererNotInstalledError,
+        FileNotFoundError,
+        ValueError,
+        RuntimeError,
+        ImportError,
+        PipelineError,
+        PipelineRuntimeError,
+    )
 
 
 if __name__ == "__main__":

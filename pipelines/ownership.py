@@ -103,8 +103,13 @@ def release_store(store_path: str | Path) -> None:
 def served_url() -> str:
     """The URL this process serves at, from Hayhooks' settings (``hayhooks run`` and ``create_app`` set them);
     a wildcard bind is reached through loopback."""
-    from hayhooks.settings import settings
+    from haystack.lazy_imports import LazyImport
 
+    from adaptive_retrieval.components.extras import install_hint
+
+    with LazyImport(install_hint("serve")) as serve_import:
+        from hayhooks.settings import settings
+    serve_import.check()
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
     host = f"[{host}]" if ":" in host else host
     return f"http://{host}:{settings.port}"

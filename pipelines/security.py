@@ -32,9 +32,10 @@ from haystack.utils import Secret
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adaptive_retrieval.pipelines.owner_client import TOKEN_ENV
+
 logger = logging.getLogger(__name__)
 
-TOKEN_ENV = "ADAPTIVE_API_TOKEN"
 CORS_ORIGINS_ENV = "ADAPTIVE_CORS_ORIGINS"
 ALLOWED_HOSTS_ENV = "ADAPTIVE_ALLOWED_HOSTS"
 DEV_DEPLOY_ENV = "ADAPTIVE_DEV_ALLOW_DEPLOY"

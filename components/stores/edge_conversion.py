@@ -14,18 +14,21 @@ from typing import Any
 import qdrant_edge as qe
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
-from haystack_integrations.document_stores.qdrant.converters import (
-    DENSE_VECTORS_NAME,
-    SPARSE_VECTORS_NAME,
-    convert_id,
-)
+
+# qdrant-haystack's point layout, as its converters module writes it (vector names, and the UUID-5 namespace of
+# ``convert_id``). Written out rather than imported: that module imports all of qdrant_client, whose models take
+# 0.6 s to import, a third of a one-shot CLI query on the embedded store. tests/test_edge_document_store.py checks
+# these values against qdrant-haystack's own.
+DENSE_VECTORS_NAME = "text-dense"
+SPARSE_VECTORS_NAME = "text-sparse"
+POINT_ID_NAMESPACE = uuid.UUID("3896d314-1e95-4a3a-b45a-945f9f0b541d")
 
 __all__ = ["DENSE_VECTORS_NAME", "SPARSE_VECTORS_NAME", "document_to_point", "point_id", "point_to_document"]
 
 
 def point_id(document_id: str) -> uuid.UUID:
-    """The point id of a document id (qdrant-haystack's deterministic UUID)."""
-    return uuid.UUID(convert_id(document_id))
+    """The point id of a document id (qdrant-haystack's deterministic UUID: ``convert_id``)."""
+    return uuid.uuid5(POINT_ID_NAMESPACE, document_id)
 
 
 def document_to_point(document: Document) -> qe.Point:

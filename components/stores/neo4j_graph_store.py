@@ -27,8 +27,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from haystack import default_from_dict, default_to_dict
+from haystack.lazy_imports import LazyImport
 from haystack.utils import Secret, deserialize_secrets_inplace
 
+from adaptive_retrieval.components.extras import install_hint
 from adaptive_retrieval.components.stores.graph_store import (
     ENTITY_KINDS,
     ChunkEntities,
@@ -110,8 +112,9 @@ class Neo4jGraphStore(GraphStoreBase):
     def driver(self) -> Any:
         """The Neo4j driver, connected (and the schema created) on first use."""
         if self._driver is None:
-            from neo4j import GraphDatabase
-
+            with LazyImport(install_hint("neo4j")) as neo4j_import:
+                from neo4j import GraphDatabase
+            neo4j_import.check()
             user, pwd = self.username.resolve_value(), self.password.resolve_value()
             self._driver = GraphDatabase.driver(self.url, auth=(user, pwd) if user else None)
         if not self._schema_ready:

@@ -15,12 +15,13 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pypdf import PdfReader
+from typing import TYPE_CHECKING, Any
 
 from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
 from adaptive_retrieval.components.indexing.structure.numbering import heading_number
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 logger = logging.getLogger(__name__)
 
@@ -333,6 +334,8 @@ def parse_pdf(source: str | Path | bytes) -> Parsed:
         parsed = parse_pdf("paper.pdf")
         [b.path for b in parsed.blocks][:3]   # [(), ('Abstract',), ('1 Introduction',)]
     """
+    from pypdf import PdfReader  # here: pypdf's import costs every index and query process 0.1 s, PDF or not
+
     reader = PdfReader(io.BytesIO(source) if isinstance(source, bytes) else str(source))
     lines: list[Line] = []
     for index, page in enumerate(reader.pages):
