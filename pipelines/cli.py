@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
-from adaptive_retrieval.pipelines.owner_client import ServerCallError, call_server, owned_message
+from adaptive_retrieval.pipelines.owner_client import ServerCallError
+from adaptive_retrieval.pipelines.owner_client import call_server as _call_server
+from adaptive_retrieval.pipelines.owner_client import owned_message as _owned_message
 
 STORE_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
 QDRANT_URL_ENV = "QDRANT_URL"
@@ -92,7 +94,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(msg)
     if owner := _store_owner(args):
         msg = (
-            f"{owned_message(owner)}: stop that server to index from the command line, or upload through it "
+            f"{_owned_message(owner)}: stop that server to index from the command line, or upload through it "
             f"(curl -s {owner.get('url')}/indexing/run -F files=@FILE)"
         )
         raise CliError(msg)
@@ -168,9 +170,9 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(msg)
     if owner := _store_owner(args):
         # One process owns an embedded store: ask it rather than open the folder a second time.
-        print(f"({owned_message(owner)}: asking it)", file=sys.stderr)
+        print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
         body = {"query": text, **({"top_k": args.top_k} if args.top_k else {})}
-        response = QueryResponse.model_validate(call_server(owner, "POST", "/query/run", json=body)["result"])
+        response = QueryResponse.model_validate(_call_server(owner, "POST", "/query/run", json=body)["result"])
     else:
         pipeline = load_pipeline("query", **_store_overrides(args))
         response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
@@ -184,10 +186,10 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     """Delete indexed sources: their chunks, summaries and graph records, and the file when it is an upload."""
     if owner := _store_owner(args):
-        print(f"({owned_message(owner)}: asking it)", file=sys.stderr)
+        print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
         # The server resolves names against its own working directory: send paths that exist here as absolute.
         names = [str(Path(n).resolve()) if ("/" in n and Path(n).exists()) else n for n in args.sources]
-        removed = call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
+        removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
     else:
         from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
         from adaptive_retrieval.pipelines.serving import uploads_dir
@@ -261,7 +263,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         os.environ[STORE_PATH_ENV] = overrides["path"]
         os.environ.pop(QDRANT_URL_ENV, None)
     if owner := _store_owner(args):
-        raise CliError(f"{owned_message(owner)}: stop it first, or serve another --store")
+        raise CliError(f"{_owned_message(owner)}: stop it first, or serve another --store")
     try:
         app = create_app(args.pipelines_dir, host=args.host, port=args.port)
     except PipelineModuleLoadError as err:

@@ -12,6 +12,7 @@ from typing import Any
 from haystack import Document, Pipeline
 
 from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
 from adaptive_retrieval.components.gating.quality_gate import QualityGate
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
@@ -89,6 +90,8 @@ def build_query_pipeline(
     # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
     p.add_component("gate", QualityGate(document_store=store))
     p.add_component("loop", RetryLoop())
+    # Where the final list ends: a served YAML answers with its documents without their vectors (see LeanAnswer).
+    p.add_component("answer", LeanAnswer())
 
     p.connect("query_embedder.vector", "router.query_embedding")
     connect_channels(p, channels)
@@ -116,6 +119,10 @@ def build_query_pipeline(
     p.connect("loop.attempt", "gate.attempt")
     p.connect("loop.previous", "gate.previous")
     p.connect("gate.retry", "loop.retry")
+    p.connect("gate.documents", "answer.documents")
+    p.connect("gate.decision", "answer.decision")
+    p.connect("gate.quality", "answer.quality")
+    p.connect("query_embedder.embedding", "answer.query_embedding")
     connect_query_entry(p)
     return p
 
@@ -211,8 +218,8 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         record), ``intent``, ``confidence``, ``weights`` (as used by the joiner), ``strategy``, ``routing``,
         ``fusion`` (``failed``: channels the router weighted that delivered nothing because they failed;
         ``failed_reasons``: why, per channel),
-        ``timings_ms`` (per component summed over attempts, and ``total``). Routing and fusion describe the
-        last attempt.
+        ``timings_ms`` (per component summed over attempts, and ``total``), ``query_embedding`` (the last
+        attempt's query vector, a list). Routing and fusion describe the last attempt.
     :raises TypeError: when ``query`` is not a string.
     :raises ValueError: when it is empty, longer than :data:`MAX_QUERY_CHARS` or not valid Unicode.
     :raises NoChannelAnsweredError: when every channel the router weighted failed, or some failed and no
@@ -234,7 +241,10 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         raise ValueError(msg) from err
     joiner = pipeline.get_component("joiner")
     with stage_timings() as times, _collect_channel_failures(list(joiner.channels)) as failures:
-        result = pipeline.run(query_inputs(pipeline, query), include_outputs_from={"router", "joiner"})
+        # The gate's own outputs: its documents keep their vectors here (the answer component drops them for a
+        # served YAML); the embedder's: the query vector, for a caller that asks for embeddings.
+        outputs = {"router", "joiner", "gate", "query_embedder"}
+        result = pipeline.run(query_inputs(pipeline, query), include_outputs_from=outputs)
     router = result["router"]
     fusion = result["joiner"]["fusion"]
     # Pipelines without a gate (older YAML) end at the ranker or at MMR.
@@ -260,4 +270,5 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         "routing": router["routing"],
         "fusion": {**fusion, "failed": failed, "failed_reasons": reasons},
         "timings_ms": {**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
+        "query_embedding": result.get("query_embedder", {}).get("embedding"),
     }

@@ -100,13 +100,22 @@ class RetrievedDocument(BaseModel):
     provenance: dict[str, int] = Field(default_factory=dict, description="channel → rank in that channel's list")
     channel_scores: dict[str, float] = Field(default_factory=dict)
     meta: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = Field(None, description="Dense vector (only with include_embeddings)")
+    sparse_embedding: dict[str, list] | None = Field(None, description="Sparse vector (only with include_embeddings)")
 
     @classmethod
-    def from_document(cls, doc: Document) -> RetrievedDocument:
-        """Build from a Haystack ``Document`` (embeddings are left out: large and of no use to a client)."""
+    def from_document(cls, doc: Document, include_embeddings: bool = False) -> RetrievedDocument:
+        """Build from a Haystack ``Document``; its vectors only with ``include_embeddings`` (~8 KB of JSON per
+        document for a 384-d model, of no use to most clients)."""
+        vectors = {}
+        if include_embeddings:
+            vectors["embedding"] = plain(doc.embedding)
+            vectors["sparse_embedding"] = doc.sparse_embedding.to_dict() if doc.sparse_embedding else None
         meta = plain(doc.meta or {})
         provenance = meta.pop("channels", None) or {}
-        channel_scores = meta.pop("channel_scores", None) or {}
+        # Four decimals tell the channels' scores apart; seventeen digits each only made answers larger.
+        scores = meta.pop("channel_scores", None) or {}
+        channel_scores = {c: round(v, 4) if isinstance(v, float) else v for c, v in scores.items()}
         return cls(
             id=doc.id,
             content=doc.content,
@@ -117,6 +126,7 @@ class RetrievedDocument(BaseModel):
             provenance=provenance,
             channel_scores=channel_scores,
             meta=meta,
+            **vectors,
         )
 
 
@@ -139,13 +149,18 @@ class QueryResponse(BaseModel):
     fusion: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] | None = Field(None, description="Quality gate decision and its signals, if any")
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    query_embedding: list[float] | None = Field(None, description="The query's vector (only with include_embeddings)")
 
     @classmethod
-    def from_result(cls, result: Mapping[str, Any], top_k: int | None = None) -> QueryResponse:
+    def from_result(
+        cls, result: Mapping[str, Any], top_k: int | None = None, include_embeddings: bool = False
+    ) -> QueryResponse:
         """From the dict :func:`~adaptive_retrieval.pipelines.query_pipeline.run_query` returns; ``top_k`` trims the
-        documents."""
-        data = {k: plain(v) for k, v in result.items() if k != "documents"}
-        documents = [RetrievedDocument.from_document(d) for d in result.get("documents", [])]
+        documents; the query's and the documents' vectors only with ``include_embeddings``."""
+        data = {k: plain(v) for k, v in result.items() if k not in ("documents", "query_embedding")}
+        if include_embeddings:
+            data["query_embedding"] = plain(result.get("query_embedding"))
+        documents = [RetrievedDocument.from_document(d, include_embeddings) for d in result.get("documents", [])]
         return cls(documents=documents[:top_k] if top_k else documents, **data)
 
     def __str__(self) -> str:

@@ -26,7 +26,21 @@ ALLOWED_MODULES = ["adaptive_retrieval"]
 #: (flat request field -> ``component.socket``). :func:`dumps_pipeline` writes the first entry whose sockets the
 #: pipeline has, so the declaration follows the pipeline rather than its file name.
 HAYHOOKS_IO: list[dict[str, dict[str, str]]] = [
-    {  # the query pipelines: the query enters at the retry loop, the gate's list is the answer
+    {  # the query pipelines: the query enters at the retry loop; the answer component holds the gate's list without
+        # its vectors (Hayhooks answers with every output of the components named here, and every unconnected one).
+        # Vectors on request: `include_embeddings: true` in the answer's init_parameters (Hayhooks makes every
+        # declared input required, so a per-request flag here would be one every request must send).
+        "inputs": {"query": "loop.query"},
+        "outputs": {
+            "documents": "answer.documents",
+            "decision": "answer.decision",
+            "quality": "answer.quality",
+            "query_embedding": "answer.query_embedding",
+            "intent": "router.intent",
+            "confidence": "router.confidence",
+        },
+    },
+    {  # a query pipeline without the answer component (built before it existed): the gate's list, with vectors
         "inputs": {"query": "loop.query"},
         "outputs": {
             "documents": "gate.documents",

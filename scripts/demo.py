@@ -2,15 +2,19 @@
 
     python scripts/demo.py [PATH ...] [--query TEXT ...] [--store DIR] [--force]
 
-Without PATH it indexes the Python language reference topics that ship with CPython (``pydoc_data``).
-The index persists in ``--store``; a second run skips unchanged files.
+Without PATH it indexes the Python language reference topics that ship with CPython (``pydoc_data``) into
+``.adaptive/qdrant``. Your own PATHs get an index of their own, ``.adaptive/stores/<name>-<hash>/qdrant`` (named in
+the output; the hash is of the paths), never mixed with the reference corpus. ``--store`` (or
+``$ADAPTIVE_QDRANT_PATH``) chooses the folder instead. The index persists; a second run skips unchanged files.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
+import re
 import textwrap
 import time
 from pathlib import Path
@@ -62,6 +66,20 @@ def show(result: dict, top: int) -> None:
     print(f"   timings ms: {stages}")
 
 
+#: The reference corpus's index (the demo's default).
+REFERENCE_STORE = ".adaptive/qdrant"
+
+
+def own_store(paths: list[str]) -> str:
+    """The index of the user's own ``paths``: a folder named after the first path plus a hash of all of them
+    (resolved), so that the same folders reuse their index and other folders, or the reference corpus, never
+    share it."""
+    resolved = sorted(str(Path(p).expanduser().resolve()) for p in paths)
+    digest = hashlib.sha256("\n".join(resolved).encode("utf-8")).hexdigest()[:8]
+    name = re.sub(r"[^\w.-]+", "_", Path(resolved[0]).name or "files").strip("._") or "files"
+    return f".adaptive/stores/{name}-{digest}/qdrant"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", help="files or folders of .txt/.md/.html/.pdf (default: pydoc topics)")
@@ -79,9 +97,14 @@ def main() -> None:
         write_pydoc_topics(corpus)
         paths = [str(corpus)]
         print(f"Corpus: the Python language reference topics from CPython's pydoc_data, in {corpus}")
-    # The demo keeps its index beside its corpus, in the repository's .adaptive/ (the library's default is the
-    # per-user data folder); --store or $ADAPTIVE_QDRANT_PATH move it.
-    overrides = {"path": args.store or os.environ.get("ADAPTIVE_QDRANT_PATH") or ".adaptive/qdrant"}
+    # The demo keeps its indexes in the repository's .adaptive/ (the library's default is the per-user data
+    # folder): the reference corpus in one, each set of your own paths in its own; --store or
+    # $ADAPTIVE_QDRANT_PATH choose the folder.
+    default = own_store(paths) if args.paths else REFERENCE_STORE
+    folder = args.store or os.environ.get("ADAPTIVE_QDRANT_PATH") or default
+    overrides = {"path": folder}
+    whose = f"your files only; the reference corpus is in {REFERENCE_STORE}" if args.paths else "the reference corpus"
+    print(f"Index: {folder} ({whose})")
 
     start = time.perf_counter()
     indexing = load_pipeline("indexing", **overrides)

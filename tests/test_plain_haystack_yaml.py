@@ -35,8 +35,12 @@ from haystack import Pipeline
 text = Path(sys.argv[1]).read_text(encoding="utf-8")
 pipeline = Pipeline.loads(text, allowed_modules=["adaptive_retrieval"])
 result = pipeline.run({"query": sys.argv[2]})
-documents = result["gate"]["documents"]
-print(json.dumps({"sources": [d.meta["source"] for d in documents], "cwd": sorted(os.listdir("."))}))
+documents = result["answer"]["documents"]  # the gate's final list, without vectors (LeanAnswer)
+print(json.dumps({
+    "sources": [d.meta["source"] for d in documents], "cwd": sorted(os.listdir(".")),
+    "vectors": sum(d.embedding is not None or d.sparse_embedding is not None for d in documents),
+    "decision": result["answer"]["decision"],
+}))
 """
 
 
@@ -86,6 +90,7 @@ def test_plain_pipeline_loads_and_runs_from_the_index_the_environment_names(
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["sources"] and Path(report["sources"][0]).name == "try.txt", report
+    assert report["vectors"] == 0 and report["decision"] in ("pass", "insufficient"), report
     assert report["cwd"] == [] and list(cwd.iterdir()) == [], "nothing may be created in the working directory"
 
 
@@ -135,9 +140,16 @@ def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], 
         response = httpx.post(f"{url}/query/run", json={"query": QUESTION}, timeout=120)
         assert response.status_code == 200, response.text
         result = response.json()["result"]
-        documents = result["gate"]["documents"]
+        documents = result["answer"]["documents"]
         assert documents and Path(documents[0]["meta"]["source"]).name == "try.txt", result
         assert result["router"]["intent"], result["router"]
+        # A lean answer: no document vector, no query vector (they made a 10-document answer ~110 KB).
+        assert all(d["embedding"] is None and d["sparse_embedding"] is None for d in documents)
+        assert result["answer"]["query_embedding"] is None
+        assert "embedding" not in result.get("query_embedder", {})
+        assert "gate" not in result or "documents" not in result["gate"]
+        per_document = (len(response.content) - 4_000) / len(documents)
+        assert per_document < 2_000, f"{len(response.content)} bytes for {len(documents)} documents"
     finally:
         output = stop(server)
     assert "Traceback" not in output, output[-3000:]

@@ -37,7 +37,7 @@ class PipelineWrapper(BasePipelineWrapper):
         """Load ``yaml/query.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and load the models."""
         self.pipeline = load_served_pipeline("query")
 
-    def _retrieve(self, query: str, top_k: int | None = None) -> QueryResponse:
+    def _retrieve(self, query: str, top_k: int | None = None, include_embeddings: bool = False) -> QueryResponse:
         try:
             result = run_query(self.pipeline, query)
         except (ValueError, TypeError) as err:
@@ -46,20 +46,22 @@ class PipelineWrapper(BasePipelineWrapper):
         except NoChannelAnsweredError as err:
             # Every channel failed (store locked, missing, unreachable): an error, never "no match".
             raise HTTPException(status_code=503, detail=str(err)) from err
-        return QueryResponse.from_result(result, top_k=top_k)
+        return QueryResponse.from_result(result, top_k=top_k, include_embeddings=include_embeddings)
 
     def run_api(
         self,
         query: Annotated[str, Field(max_length=4000)],
         top_k: Annotated[int | None, Field(ge=1, le=200)] = None,
+        include_embeddings: bool = False,
     ) -> QueryResponse:
         """Retrieve passages for a question, with the intent, confidence, channel weights, provenance and timings.
 
         :param query: the question or keywords.
         :param top_k: return at most this many documents (default: as many as the router's strategy selects).
+        :param include_embeddings: also return the query's and each document's vectors (dense and sparse).
         :returns: documents and diagnostics.
         """
-        return self._retrieve(query, top_k)
+        return self._retrieve(query, top_k, include_embeddings)
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict[str, Any]) -> str:
         """OpenAI-compatible chat: the answer is the retrieved context for the last user message."""
