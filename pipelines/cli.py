@@ -22,11 +22,11 @@ import argparse
 import json
 import os
 import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
 from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
 from adaptive_retrieval.pipelines.owner_client import ServerCallError
 from adaptive_retrieval.pipelines.owner_client import call_server as _call_server
@@ -43,12 +43,19 @@ class CliError(Exception):
 
 
 def _store_overrides(args: argparse.Namespace) -> dict[str, str]:
-    """``load_pipeline`` overrides from ``--url``/``--store`` (none: the environment or the YAML decide)."""
+    """``load_pipeline`` overrides from ``--url``/``--store`` (none: the environment or the YAML decide), and
+    ``--model`` for the commands that run the models."""
+    model = {"model": _model_arg(args.model)} if getattr(args, "model", None) else {}
     if getattr(args, "url", None):
-        return {"url": args.url}
+        return {"url": args.url, **model}
     if getattr(args, "store", None):
-        return {"path": os.path.abspath(args.store)}
-    return {}
+        return {"path": os.path.abspath(args.store), **model}
+    return model
+
+
+def _model_arg(model: str) -> str:
+    """A model folder given on the command line as an absolute path (the YAML's name otherwise)."""
+    return os.path.abspath(os.path.expanduser(model)) if os.path.isdir(os.path.expanduser(model)) else model
 
 
 def _store_owner(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -127,37 +134,6 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _print_query(response: Any, out: TextIO, full: bool) -> None:
-    strategy = response.strategy
-    print(f"intent: {response.intent} (confidence {response.confidence:.2f})", file=out)
-    print(
-        "strategy: "
-        + " ".join(f"{k}={strategy[k]}" for k in ("top_k", "fetch_k", "mmr_lambda", "rerank") if k in strategy),
-        file=out,
-    )
-    print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in response.weights.items()), file=out)
-    if response.structural:
-        print(f"structural: {response.structural}", file=out)
-    if response.gate:
-        print(f"gate: {json.dumps(response.gate, default=str)}", file=out)
-    failed = (response.fusion or {}).get("failed") or []
-    if failed:
-        reasons = (response.fusion or {}).get("failed_reasons") or {}
-        print("failed channels: " + "; ".join(f"{c} ({reasons.get(c, 'see the log')})" for c in failed), file=out)
-    print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in response.timings_ms.items()), file=out)
-    if not response.documents:
-        print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)
-    for i, doc in enumerate(response.documents, 1):
-        where = doc.section or doc.title or ""
-        channels = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
-        score = f"{doc.score:.3f}" if doc.score is not None else "-"
-        print(f"\n{i:>2}. [{score}] {where}  ({channels})\n    {doc.source or doc.id}", file=out)
-        text = " ".join((doc.content or "").split())
-        if not full:
-            text = textwrap.shorten(text, width=300, placeholder=" …")
-        print(textwrap.indent(textwrap.fill(text, width=100), "    "), file=out)
-
-
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     """Retrieve passages for a question and show the routing diagnostics."""
     from adaptive_retrieval.pipelines.query_pipeline import run_query
@@ -179,7 +155,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print(response.model_dump_json(indent=2), file=out)
     else:
-        _print_query(response, out, args.full)
+        print_query(response, out, args.full)
     return 0
 
 
@@ -290,23 +266,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print(json.dumps(stats, indent=2), file=out)
     else:
-        header = f"{'state':<9} {'chunks':>7} {'summ.':>6} {'graph':>6} {'ent.':>6}  {'hash':<12} source"
-        print(header, file=out)
-        for source, row in stats["sources"].items():
-            graph = "-" if row["graph_chunks"] is None else row["graph_chunks"]
-            ents = "-" if row["entities"] is None else row["entities"]
-            print(
-                f"{row['state']:<9} {row['chunks']:>7} {row['summaries']:>6} {graph:>6} {ents:>6}  "
-                f"{row['source_hash'][:12]:<12} {source}" + (f"  ({row['reason']})" if row.get("reason") else ""),
-                file=out,
-            )
-        totals = stats["totals"]
-        states = ", ".join(f"{n} {s}" for s, n in sorted(totals["states"].items())) or "empty"
-        print(
-            f"total: {totals['sources']} sources ({states}); {totals['chunks']} chunks, {totals['summaries']} "
-            f"summaries, {totals['graph_chunks']} graph chunks, {totals['orphan_graph_chunks']} orphaned graph chunks",
-            file=out,
-        )
+        print_stats(stats, out)
     complete = all(row["state"] == "complete" for row in stats["sources"].values())
     return 0 if complete and not stats["totals"]["orphan_graph_chunks"] else EXIT_ERROR
 
@@ -334,8 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
     store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
+    model = argparse.ArgumentParser(add_help=False)
+    model.add_argument(
+        "--model",
+        metavar="DIR",
+        help="ONNX model folder, e.g. one built elsewhere (default: all-MiniLM-L6-v2 in $ADAPTIVE_MODELS_DIR or the "
+        "models folder; see adaptive-retrieval models list)",
+    )
 
-    p = sub.add_parser("index", parents=[store], help="index files and folders", description=cmd_index.__doc__)
+    p = sub.add_parser("index", parents=[store, model], help="index files and folders", description=cmd_index.__doc__)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.md .txt .html .pdf)")
     p.add_argument("--force", action="store_true", help="re-index files even when unchanged")
     p.add_argument(
@@ -346,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("query", parents=[store], help="retrieve with diagnostics", description=cmd_query.__doc__)
+    p = sub.add_parser("query", parents=[store, model], help="retrieve with diagnostics", description=cmd_query.__doc__)
     p.add_argument("text", nargs="+", metavar="TEXT", help="the question or keywords")
     p.add_argument("--top-k", type=int, default=None, help="show at most this many documents")
     p.add_argument("--json", action="store_true", help="print the full response as JSON")
@@ -354,7 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser(
-        "calibrate", parents=[store], help="fit the quality gate on this index", description=cmd_calibrate.__doc__
+        "calibrate",
+        parents=[store, model],
+        help="fit the quality gate on this index",
+        description=cmd_calibrate.__doc__,
     )
     p.add_argument("--queries", type=int, default=None, help="pseudo-queries to draw (default 500)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")

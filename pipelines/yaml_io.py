@@ -114,7 +114,7 @@ def _override_graph_stores(node: Any, overrides: dict[str, Any]) -> None:
 
 
 #: Overrides for every model component (embedders, router, rankers) rather than for a store.
-RUNTIME_OVERRIDES = ("device", "precision")
+RUNTIME_OVERRIDES = ("device", "precision", "model")
 QDRANT_SHARDS_ENV, QDRANT_REPLICATION_ENV = "ADAPTIVE_QDRANT_SHARDS", "ADAPTIVE_QDRANT_REPLICATION"
 
 
@@ -164,8 +164,8 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     :param store_overrides: document-store init parameters to set on every store in the YAML, e.g.
         ``path="/data/qdrant"`` or ``url="http://qdrant:6333"`` (the other one is cleared); ``graph_path`` /
         ``graph_url`` set the graph store (SQLite file / Neo4j URI); with only ``path`` an embedded graph store
-        moves next to that folder; ``device`` (cpu/cuda) and ``precision`` (fp32/int8/fp16/bf16/fp8) go to every
-        model component.
+        moves next to that folder; ``device`` (cpu/cuda), ``precision`` (fp32/int8/fp16/bf16/fp8) and ``model`` (a
+        model folder, or a name in the models folder) go to every model component.
     :raises PipelineLoadError: for malformed YAML or a YAML that is not a pipeline.
     """
     try:
@@ -227,7 +227,9 @@ def load_pipeline(name_or_path: str | Path, **store_overrides: Any) -> Pipeline:
         pipeline = load_pipeline("query", path="/data/qdrant")
         pipeline = load_pipeline("query", url="http://qdrant:6333")
     """
-    overrides = store_overrides or env_store_overrides()
+    # The environment chooses the stores unless the caller does; device, precision and model are not store settings.
+    runtime = {k: store_overrides.pop(k) for k in RUNTIME_OVERRIDES if k in store_overrides}
+    overrides = {**(store_overrides or env_store_overrides()), **runtime}
     return loads_pipeline(resolve_yaml(name_or_path).read_text(encoding="utf-8"), **overrides)
 
 

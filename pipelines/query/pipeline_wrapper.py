@@ -58,7 +58,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
         :param query: the question or keywords.
         :param top_k: return at most this many documents (default: as many as the router's strategy selects).
-        :param include_embeddings: also return the query's and each document's vectors (dense and sparse).
+        :param include_embeddings: also return the query's vector and each document's (the dense one, as retrieved).
         :returns: documents and diagnostics.
         """
         return self._retrieve(query, top_k, include_embeddings)

@@ -1,0 +1,61 @@
+"""What the command line prints: a query's diagnostics and passages, and the per-source table of an index."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any, TextIO
+
+
+def print_query(response: Any, out: TextIO, full: bool) -> None:
+    """The query's diagnostics (intent, strategy, weights, gate, failed channels, timings), then each passage with
+    its provenance (a 300-character preview unless ``full``)."""
+    strategy = response.strategy
+    print(f"intent: {response.intent} (confidence {response.confidence:.2f})", file=out)
+    print(
+        "strategy: "
+        + " ".join(f"{k}={strategy[k]}" for k in ("top_k", "fetch_k", "mmr_lambda", "rerank") if k in strategy),
+        file=out,
+    )
+    print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in response.weights.items()), file=out)
+    if response.structural:
+        print(f"structural: {response.structural}", file=out)
+    if response.gate:
+        print(f"gate: {json.dumps(response.gate, default=str)}", file=out)
+    failed = (response.fusion or {}).get("failed") or []
+    if failed:
+        reasons = (response.fusion or {}).get("failed_reasons") or {}
+        print("failed channels: " + "; ".join(f"{c} ({reasons.get(c, 'see the log')})" for c in failed), file=out)
+    print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in response.timings_ms.items()), file=out)
+    if not response.documents:
+        print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)
+    for i, doc in enumerate(response.documents, 1):
+        where = doc.section or doc.title or ""
+        channels = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
+        score = f"{doc.score:.3f}" if doc.score is not None else "-"
+        print(f"\n{i:>2}. [{score}] {where}  ({channels})\n    {doc.source or doc.id}", file=out)
+        text = " ".join((doc.content or "").split())
+        if not full:
+            text = textwrap.shorten(text, width=300, placeholder=" …")
+        print(textwrap.indent(textwrap.fill(text, width=100), "    "), file=out)
+
+
+def print_stats(stats: dict[str, Any], out: TextIO) -> None:
+    """One row per source (state, chunks, summaries, graph chunks, entities, hash), then the totals."""
+    header = f"{'state':<9} {'chunks':>7} {'summ.':>6} {'graph':>6} {'ent.':>6}  {'hash':<12} source"
+    print(header, file=out)
+    for source, row in stats["sources"].items():
+        graph = "-" if row["graph_chunks"] is None else row["graph_chunks"]
+        ents = "-" if row["entities"] is None else row["entities"]
+        print(
+            f"{row['state']:<9} {row['chunks']:>7} {row['summaries']:>6} {graph:>6} {ents:>6}  "
+            f"{row['source_hash'][:12]:<12} {source}" + (f"  ({row['reason']})" if row.get("reason") else ""),
+            file=out,
+        )
+    totals = stats["totals"]
+    states = ", ".join(f"{n} {s}" for s, n in sorted(totals["states"].items())) or "empty"
+    print(
+        f"total: {totals['sources']} sources ({states}); {totals['chunks']} chunks, {totals['summaries']} "
+        f"summaries, {totals['graph_chunks']} graph chunks, {totals['orphan_graph_chunks']} orphaned graph chunks",
+        file=out,
+    )
