@@ -280,6 +280,21 @@ def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The options that several commands share: where the store is, and which model folder runs."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
+    store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
+    model = argparse.ArgumentParser(add_help=False)
+    model.add_argument(
+        "--model",
+        metavar="DIR",
+        help="ONNX model folder, e.g. one built elsewhere (default: all-MiniLM-L6-v2 in $ADAPTIVE_MODELS_DIR or the "
+        "models folder; see adaptive-retrieval models list)",
+    )
+    return store, model
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and ``--help``)."""
     from adaptive_retrieval.pipelines.drawing import DETAILS, FORMATS, PIPELINE_NAMES
@@ -291,16 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="{index,query,delete,stats,calibrate,serve,draw,models}"
     )
-    store = argparse.ArgumentParser(add_help=False)
-    store.add_argument("--store", metavar="DIR", help="local Qdrant folder (default: $ADAPTIVE_QDRANT_PATH)")
-    store.add_argument("--url", help="Qdrant server URL instead of a local folder (default: $QDRANT_URL)")
-    model = argparse.ArgumentParser(add_help=False)
-    model.add_argument(
-        "--model",
-        metavar="DIR",
-        help="ONNX model folder, e.g. one built elsewhere (default: all-MiniLM-L6-v2 in $ADAPTIVE_MODELS_DIR or the "
-        "models folder; see adaptive-retrieval models list)",
-    )
+    store, model = _parent_parsers()
 
     p = sub.add_parser("index", parents=[store, model], help="index files and folders", description=cmd_index.__doc__)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.md .txt .html .pdf)")
