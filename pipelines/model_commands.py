@@ -80,8 +80,8 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
         nonlocal bar
         if bar is None:
             bar = tqdm(total=total, desc=f"building {args.name}", unit="step", file=sys.stderr, leave=False)
-        bar.set_postfix_str(step)
         bar.update(done - bar.n)
+        bar.set_postfix_str(step)
 
     target = models_dir / args.name
     already = all((target / PRECISION_FILES[p]).exists() for p in args.precisions) and not args.force
