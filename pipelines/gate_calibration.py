@@ -48,6 +48,7 @@ from adaptive_retrieval.components.gating.calibration import auroc, fit_logistic
 from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.indexing.entity_extractor import stopwords
 from adaptive_retrieval.components.indexing.structure.numbering import heading_without_number
+from adaptive_retrieval.components.models.query_vector import as_float_list
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
 logger = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, flo
     )
     present = result["gate"]["attempts"][0]["signals"]
     router, joiner = result["router"], result["joiner"]
-    embedding = result["query_embedder"]["embedding"]
+    embedding = as_float_list(result["query_embedder"]["vector"])  # the gate's signals take a list
     excluded = set(query.sources)
     candidates = [d for d in joiner["documents"] if d.meta.get("doc_id") not in excluded]
     selected = pipeline.get_component("mmr").run(

@@ -16,6 +16,7 @@ from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
 from adaptive_retrieval.components.gating.quality_gate import QualityGate
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.query_vector import as_float_list
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.ranking.late_interaction_ranker import LateInteractionRanker
@@ -78,7 +79,8 @@ def build_query_pipeline(
     graph_store = graph_store or make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
     channels = pipeline_channels(opt_in=[*opt_in, *(["graph_ppr"] if graph_ppr else [])])
     p = Pipeline()
-    p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision))
+    # return_list=False: the components read `vector`; an unread list output would be part of every served answer.
+    p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision, return_list=False))
     p.add_component("sparse_embedder", Bm25TextEmbedder())
     p.add_component("router", IntentRouter(model=model, precision=precision, profiles=profiles, channels=channels))
     for channel in channels:
@@ -122,7 +124,7 @@ def build_query_pipeline(
     p.connect("gate.documents", "answer.documents")
     p.connect("gate.decision", "answer.decision")
     p.connect("gate.quality", "answer.quality")
-    p.connect("query_embedder.embedding", "answer.query_embedding")
+    p.connect("query_embedder.vector", "answer.query_embedding")
     connect_query_entry(p)
     return p
 
@@ -270,5 +272,5 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         "routing": router["routing"],
         "fusion": {**fusion, "failed": failed, "failed_reasons": reasons},
         "timings_ms": {**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
-        "query_embedding": result.get("query_embedder", {}).get("embedding"),
+        "query_embedding": as_float_list(result.get("query_embedder", {}).get("vector")),
     }

@@ -246,7 +246,7 @@ def mmr_comparison(size: int, queries: int, root: Path, lambda_: float = 0.5, to
             ours_ms.append(elapsed_ours)
         same.append([d.id for d in stock] == [d.id for d in ours])
         # The pipeline's own configuration: fused-score relevance on the ONNX int8 vectors the channels return.
-        piped = default.run(documents=candidates, query_embedding=result["query_embedder"]["embedding"])["documents"]
+        piped = default.run(documents=candidates, query_embedding=result["query_embedder"]["vector"])["documents"]
         overlap_default.append(len({d.id for d in piped} & {d.id for d in stock}) / top_k)
     stock_p50 = float(np.median(stock_ms))
     ours_p50 = float(np.median(ours_ms))

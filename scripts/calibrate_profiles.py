@@ -226,7 +226,7 @@ def capture(system: AdaptiveSystem, evalset: EvalSet, tail: Tail, fetch_k: int) 
                     question=q,
                     probabilities=dict(router["routing"]["probabilities"]),
                     intent=router["intent"],
-                    embedding=list(result["query_embedder"]["embedding"]),
+                    embedding=result["query_embedder"]["vector"].tolist(),
                     channels={c: result.get(sender, {}).get("documents") for c, sender in tail.channel_of.items()},
                     fetchers={c: fetcher(pipeline, tail.channel_of[c], tail, result, q.question) for c in unstable},
                 )

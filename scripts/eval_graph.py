@@ -179,7 +179,7 @@ def main() -> None:
         rows.setdefault(name, []).append(row)
 
     for question in evalset.questions:
-        vector = embedder.run(text=question.question)["embedding"]
+        vector = embedder.run(text=question.question)["vector"]
         route = router.run(query=question.question, query_embedding=vector)
         fetch_k = route["fetch_k"]
         query_sparse = sparse_embedder.run(text=question.question)["sparse_embedding"]

@@ -37,6 +37,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document
 
 from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, title_aliases
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from evaluation.data import (
@@ -60,7 +61,7 @@ class Inputs:
     """One question's channel inputs, computed once."""
 
     question: Question
-    vector: list[float]
+    vector: QueryEmbedding  # the query embedder's `vector` (what the pipeline's channels take)
     route: dict[str, Any]
     lists: dict[str, list[Document]]
 
@@ -154,7 +155,7 @@ def main() -> None:
 
     inputs: list[Inputs] = []
     for q in evalset.questions:
-        vector = embedder.run(text=q.question)["embedding"]
+        vector = embedder.run(text=q.question)["vector"]
         route = router.run(query=q.question, query_embedding=vector)
         fetch_k = route["fetch_k"]
         lists = {

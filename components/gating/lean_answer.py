@@ -3,7 +3,8 @@
 A served YAML pipeline (``hayhooks pipeline deploy-yaml``) answers with every output of the components it names and
 every unconnected output: the gate's documents with their dense embedding (384 floats, ~8 KB of JSON each) and
 sparse vector, and the query's embedding, made a 10-document answer ~110 KB. This component is where the gate's
-final list, decision and quality (and the query embedding) end, so the served YAML names it instead.
+final list, decision and quality (and the query vector) end, so the served YAML names it instead; the query
+pipeline's embedder does not return the query embedding as a list (``return_list=False``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component
+
+from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
 
 @component
@@ -40,7 +43,7 @@ class LeanAnswer:
         documents: list[Document],
         decision: str | None = None,
         quality: float | None = None,
-        query_embedding: list[float] | None = None,
+        query_embedding: QueryEmbedding | None = None,
         include_embeddings: bool | None = None,
     ) -> dict[str, Any]:
         """The answer.
@@ -48,7 +51,8 @@ class LeanAnswer:
         :param documents: the final list (the quality gate's).
         :param decision: the gate's decision (``pass`` or ``insufficient``).
         :param quality: the gate's quality score.
-        :param query_embedding: the query's embedding, passed on only with ``include_embeddings``.
+        :param query_embedding: the query's embedding (a list, or the embedder's ``vector``), passed on as a list only
+            with ``include_embeddings``.
         :param include_embeddings: keep the vectors (``None``: the init setting).
         :returns: ``documents`` (copies without vectors, or the same documents), ``decision``, ``quality``,
             ``query_embedding`` (``None`` without ``include_embeddings``).
@@ -65,5 +69,5 @@ class LeanAnswer:
             "documents": documents,
             "decision": decision,
             "quality": quality,
-            "query_embedding": query_embedding if keep else None,
+            "query_embedding": as_float_list(query_embedding) if keep else None,
         }

@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 
 @component
 class OnnxTextEmbedder:
-    """Embeds a query string with an ONNX model folder built by ``scripts/export_models.py``.
+    """Embeds a query string with an ONNX model folder built by ``adaptive-retrieval models build``.
 
     The model is loaded in :meth:`warm_up` and shared with every other ONNX component of the process.
 
@@ -35,6 +35,7 @@ class OnnxTextEmbedder:
         device: str | None = None,
         prefix: str = "",
         max_chars: int = 20_000,
+        return_list: bool = True,
     ) -> None:
         """
         :param model: model folder, or a name inside the models folder (``$ADAPTIVE_MODELS_DIR`` or ``models/``).
@@ -43,12 +44,17 @@ class OnnxTextEmbedder:
         :param device: ``cpu`` or ``cuda``; ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
         :param prefix: text prepended to the query (for models trained with instructions, e.g. ``query: ``).
         :param max_chars: queries longer than this are rejected; the model reads at most its window anyway.
+        :param return_list: also return ``embedding``, the list Haystack's stock components take. The query
+            pipeline turns it off: its components read ``vector``, and an output no component reads is part of
+            every answer a served YAML gives (~8 KB of JSON), while reading it costs each consumer ~10 ms of
+            Haystack's element-by-element copy (:mod:`~adaptive_retrieval.components.models.query_vector`).
         """
         self.model = model
         self.precision = precision
         self.device = device
         self.prefix = prefix
         self.max_chars = max_chars
+        self.return_list = return_list
         self._encoder: OnnxEncoder | None = None
 
     def warm_up(self) -> None:
@@ -82,8 +88,7 @@ class OnnxTextEmbedder:
                 self._encoder.max_length,
             )
         vector = self._encoder.encode([full])[0]
-        return {
-            "embedding": vector.tolist(),
+        out: dict[str, Any] = {
             # the same values for this package's components: Haystack copies an array in one step (query_vector)
             "vector": query_vector(vector),
             "meta": {
@@ -92,3 +97,6 @@ class OnnxTextEmbedder:
                 "truncated": truncated,
             },
         }
+        if self.return_list:
+            out["embedding"] = vector.tolist()
+        return out
