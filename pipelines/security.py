@@ -127,21 +127,27 @@ def require_safe_hayhooks() -> None:
         raise UnsafeServerError(msg)
 
 
-def refuse_cross_site(headers: Headers | None) -> None:
-    """Refuse (403) a write that a web page of another origin sent, for a wrapper served by plain Hayhooks (which
-    hands the wrapper the request headers when ``run_api`` declares ``headers: Headers | None = None``).
+def guard_request(headers: Headers | None) -> None:
+    """For a wrapper served by plain Hayhooks (which hands it the request headers when ``run_api`` declares
+    ``headers: Headers | None = None``), what :class:`GuardMiddleware` does for ``adaptive-retrieval serve``: refuse
+    a foreign ``Host`` when bound to loopback (421: DNS rebinding) and a write that a web page of another origin
+    sent (403; the origins allowed besides the server's own are Hayhooks' ``HAYHOOKS_CORS_ALLOW_ORIGINS``).
 
-    Under ``adaptive-retrieval serve`` :class:`GuardMiddleware` has checked the request already; without headers
-    (an MCP call, Python) there is no browser to check. The origins allowed besides the server's own are
-    Hayhooks' ``HAYHOOKS_CORS_ALLOW_ORIGINS``.
+    Under ``serve`` the guard has checked the request already; without headers (an MCP call, Python) there is no
+    browser to check.
 
-    :raises fastapi.HTTPException: 403 with the reason.
+    :raises fastapi.HTTPException: 421 or 403 with the reason.
     """
     if headers is None or _GUARDED:
         return
     from fastapi import HTTPException
     from hayhooks.settings import settings
 
+    hosts = allowed_hosts(settings.host)
+    if hosts is not None and host_name(headers.get("host", "")) not in hosts:
+        detail = "Unknown Host header: this server answers only to " + ", ".join(sorted(hosts))
+        logger.warning("Refused a request for Host %r (DNS rebinding?)", headers.get("host"))
+        raise HTTPException(status_code=421, detail=detail)
     if problem := cross_site_problem("POST", headers, settings.cors_allow_origins, "HAYHOOKS_CORS_ALLOW_ORIGINS"):
         logger.warning("%s", problem)
         raise HTTPException(status_code=403, detail=problem)
@@ -171,6 +177,13 @@ def host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+def allowed_hosts(host: str) -> frozenset[str] | None:
+    """The ``Host`` names a server bound to ``host`` answers: the loopback names plus ``$ADAPTIVE_ALLOWED_HOSTS``;
+    ``None`` (any) when bound beyond loopback without that list (a proxy checks ``Host`` then)."""
+    extra = frozenset(host_name(h) for h in _env_list(ALLOWED_HOSTS_ENV))
+    return LOOPBACK_NAMES | extra if is_loopback(host) or extra else None
+
+
 @dataclass(frozen=True)
 class ServingPolicy:
     """What the guard enforces; build it with :meth:`from_env`."""
@@ -191,9 +204,9 @@ class ServingPolicy:
         if "*" in (origins := _env_list(CORS_ORIGINS_ENV)):
             msg = f"${CORS_ORIGINS_ENV} must list origins (e.g. http://localhost:3000), not '*'"
             raise ValueError(msg)
-        extra = frozenset(host_name(h) for h in _env_list(ALLOWED_HOSTS_ENV))
-        allowed = LOOPBACK_NAMES | extra if is_loopback(host) or extra else None
-        return cls(token=token, cors_origins=origins, allowed_hosts=allowed, allow_deploy=deploy_routes_allowed())
+        return cls(
+            token=token, cors_origins=origins, allowed_hosts=allowed_hosts(host), allow_deploy=deploy_routes_allowed()
+        )
 
     def token_matches(self, authorization: str | None) -> bool:
         """Constant-time check of an ``Authorization`` header against ``Bearer <token>``."""

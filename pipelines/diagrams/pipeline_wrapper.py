@@ -37,7 +37,7 @@ from adaptive_retrieval.pipelines.drawing import (
     mermaid_texts,
     rendered_svg,
 )
-from adaptive_retrieval.pipelines.security import refuse_cross_site, require_safe_hayhooks
+from adaptive_retrieval.pipelines.security import guard_request, require_safe_hayhooks
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -69,7 +69,7 @@ class PipelineWrapper(BasePipelineWrapper):
         :param headers: the request's headers (Hayhooks passes them): a request from a foreign web page is refused.
         :returns: the diagrams.
         """
-        refuse_cross_site(headers)
+        guard_request(headers)
         if format == "svg" and pipeline is None:
             msg = f"format 'svg' draws one pipeline: name one of {list(PIPELINE_NAMES)}"
             raise HTTPException(status_code=400, detail=msg)

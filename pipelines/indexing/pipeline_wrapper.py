@@ -29,7 +29,7 @@ from starlette.datastructures import Headers
 from adaptive_retrieval.components.indexing.manifest import STATE_COMPLETE, read_manifests
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
-from adaptive_retrieval.pipelines.security import is_guarded, refuse_cross_site
+from adaptive_retrieval.pipelines.security import guard_request, is_guarded
 from adaptive_retrieval.pipelines.serving import (
     IndexResponse,
     Replacement,
@@ -161,7 +161,7 @@ class PipelineWrapper(BasePipelineWrapper):
         :param headers: the request's headers (Hayhooks passes them): an upload from a foreign web page is refused.
         :returns: counts of files and chunks, each file's stored name, what it replaced, the store's total.
         """
-        refuse_cross_site(headers)
+        guard_request(headers)
         if not files:
             raise HTTPException(status_code=400, detail="No file uploaded: send one or more multipart 'files'")
         return self._index([(f.filename, f.file.read()) for f in files], force)

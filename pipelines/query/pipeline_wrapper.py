@@ -24,7 +24,7 @@ from hayhooks import BasePipelineWrapper
 from starlette.datastructures import Headers
 
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query
-from adaptive_retrieval.pipelines.security import refuse_cross_site
+from adaptive_retrieval.pipelines.security import guard_request
 from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
 from adaptive_retrieval.pipelines.validation import QueryText, TopK, check_top_k
 
@@ -60,14 +60,14 @@ class PipelineWrapper(BasePipelineWrapper):
         :param headers: the request's headers (Hayhooks passes them): a write from a foreign web page is refused.
         :returns: documents and diagnostics.
         """
-        refuse_cross_site(headers)
+        guard_request(headers)
         return self._retrieve(query, top_k)
 
     def run_chat_completion(
         self, model: str, messages: list[dict], body: dict[str, Any], headers: Headers | None = None
     ) -> str:
         """OpenAI-compatible chat: the answer is the retrieved context for the last user message."""
-        refuse_cross_site(headers)
+        guard_request(headers)
         try:
             query = last_user_text(messages)
         except ValueError as err:

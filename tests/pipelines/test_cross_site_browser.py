@@ -4,7 +4,8 @@ sends may write, delete, run code or read answers (``tests/browser.py``).
 - ``adaptive-retrieval serve`` (subprocess): every write the page sends is refused with 403 (the server log says
   so), nothing is indexed, deleted or deployed; a page of an origin listed in ``$ADAPTIVE_CORS_ORIGINS`` can query
   and read the answer, and so can the server's own ``/docs`` page.
-- ``HAYHOOKS_DURABLE_MODE=true HAYHOOKS_CORS_ALLOW_ORIGINS='[]' hayhooks run --pipelines-dir pipelines``: the same.
+- ``HAYHOOKS_DURABLE_MODE=true HAYHOOKS_CORS_ALLOW_ORIGINS='[]' hayhooks run --pipelines-dir pipelines``: the same
+  (the wrappers check ``Origin`` and ``Host`` themselves: Hayhooks hands them the request headers).
 - ``hayhooks run --pipelines-dir pipelines`` with no settings refuses to start (``test_plain_hayhooks_safety.py``).
 - The development recipe (``hayhooks run`` + ``deploy-yaml``) is in ``tests/test_plain_haystack_yaml.py``.
 
@@ -172,6 +173,9 @@ def test_a_foreign_page_cannot_write_to_plain_hayhooks(plain_hayhooks: dict[str,
         plain_hayhooks["url"] + "/indexing/run", headers=origin, files=[("files", ("x.md", "# X\n\nx"))]
     )
     assert upload.status_code == 403 and "HAYHOOKS_CORS_ALLOW_ORIGINS" in upload.json()["detail"], upload.text
+    # DNS rebinding: a page at http://evil.example:<port> resolved to 127.0.0.1 is "same-origin"; its Host is not.
+    rebound = httpx.post(plain_hayhooks["url"] + "/query/run", headers={"host": "evil.example"}, json={"query": "x"})
+    assert rebound.status_code == 421 and "Unknown Host" in rebound.json()["detail"], rebound.text
     files = httpx.post(plain_hayhooks["url"] + "/v1/files", files={"file": ("y.md", "# Y\n\ny")}, data={"purpose": "x"})
     assert files.status_code == 403 and "adaptive-retrieval serve" in files.json()["detail"], files.text
     print(json.dumps(results, indent=1))
