@@ -6,8 +6,10 @@ graph stores, the search interface the channels use), ``indexing`` (section-awar
 (MMRSelector), ``gating`` (QualityGate).
 
 Import a component from its module, e.g. ``from adaptive_retrieval.components.routing.intent_router import
-IntentRouter``; importing this top-level module never pulls in torch; its one side effect turns Haystack's telemetry off
-unless the user set ``HAYSTACK_TELEMETRY_ENABLED``.
+IntentRouter``; importing this top-level module never pulls in torch. Its one side effect keeps the process offline:
+Haystack's usage telemetry off unless the user set ``HAYSTACK_TELEMETRY_ENABLED``, and ONNX Runtime's telemetry off
+(``ORT_DISABLE_TELEMETRY=1``, which ONNX Runtime reads when it is first imported) unless the user set
+``ORT_DISABLE_TELEMETRY`` (``0`` opts in).
 """
 
 import logging
@@ -24,3 +26,12 @@ if "haystack" in sys.modules and "HAYSTACK_TELEMETRY_ENABLED" not in os.environ:
         "Haystack was imported before this package with its usage telemetry on: set HAYSTACK_TELEMETRY_ENABLED=False"
     )
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+# ONNX Runtime's official builds send usage events to Microsoft from the moment the library is imported (measured
+# here: DNS lookups of mobile.events.data.microsoft.com by `import onnxruntime` alone); only this variable, set
+# before that import, stops them. Every model component imports onnxruntime after this package.
+if "onnxruntime" in sys.modules and "ORT_DISABLE_TELEMETRY" not in os.environ:
+    logging.getLogger(__name__).warning(
+        "ONNX Runtime was imported before this package with its telemetry on: set ORT_DISABLE_TELEMETRY=1"
+    )
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

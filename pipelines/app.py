@@ -4,7 +4,9 @@
 ``/deploy-yaml``, ``/undeploy``), and wraps it with: MCP at ``/mcp`` (the ``query`` tool only, on the same
 pipelines and store), ``DELETE /sources``, Swagger UI at ``/docs`` served from a package (offline), and
 :class:`~adaptive_retrieval.pipelines.security.GuardMiddleware` (optional bearer token, Host check, CORS allow-list, no
-server paths in 5xx bodies). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the
+cross-site writes, no server paths in 5xx bodies) and
+:class:`~adaptive_retrieval.pipelines.request_checks.RequestChecks` (no unknown JSON fields, no chat with a model
+that cannot chat). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the
 local ``node_modules``; ``GET /diagrams/{name}.mmd`` is the mermaid text and ``GET /diagrams/{name}.svg`` an SVG
 rendered on the server by mermaid-cli (kept in memory); ``?detail=sockets`` draws every connection instead of the
 overview. ``adaptive-retrieval serve`` runs this app.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import socket
 import threading
 import time
@@ -155,6 +158,8 @@ def sources_router() -> APIRouter:
             return {"deleted": wrapper.delete_sources(source)}
         except SourceNotFoundError as err:
             raise HTTPException(status_code=404, detail=str(err)) from err
+        except (ValueError, TypeError) as err:  # a name that cannot name a source (validation.check_source_name)
+            raise HTTPException(status_code=400, detail=str(err)) from err
 
     return router
 
@@ -194,6 +199,7 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
 
     from adaptive_retrieval.pipelines.mcp_app import McpEndpoint
     from adaptive_retrieval.pipelines.ownership import local_store_path, release_store
+    from adaptive_retrieval.pipelines.request_checks import RequestChecks
     from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy, is_loopback, mark_guarded
 
     policy = ServingPolicy.from_env(host)
@@ -238,6 +244,7 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     app.include_router(docs_router())
     app.add_route("/mcp", mcp, include_in_schema=False)
     app.mount("/", inner)
+    app.add_middleware(RequestChecks, registry=inner.state.pipeline_registry)
     app.add_middleware(GuardMiddleware, policy=policy)
     if policy.cors_origins:  # outermost: a preflight carries no token
         app.add_middleware(
@@ -250,9 +257,12 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
 
 
 def _encodable(value: Any) -> Any:
-    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``)."""
+    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``) and every
+    non-finite float written as text (JSON has no ``NaN``: echoing ``top_k: NaN`` back failed with a 500)."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
     if isinstance(value, dict):
         return {_encodable(k): _encodable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

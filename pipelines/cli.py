@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from adaptive_retrieval.pipelines.cli_args import checked, whole_number
 from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
 from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
 from adaptive_retrieval.pipelines.owner_client import ServerCallError
@@ -138,16 +139,14 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     """Retrieve passages for a question and show the routing diagnostics."""
     from adaptive_retrieval.pipelines.query_pipeline import run_query
     from adaptive_retrieval.pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.validation import check_query
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
-    text = " ".join(args.text).strip()
-    if not text:
-        msg = "The query is empty: pass a question or keywords, e.g. adaptive-retrieval query 'what is MMR?'"
-        raise CliError(msg)
+    text = check_query(" ".join(args.text).strip())  # ValueError/TypeError: printed as `error: ...`, exit 1
     if owner := _store_owner(args):
         # One process owns an embedded store: ask it rather than open the folder a second time.
         print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
-        body = {"query": text, **({"top_k": args.top_k} if args.top_k else {})}
+        body = {"query": text, **({"top_k": args.top_k} if args.top_k is not None else {})}
         response = QueryResponse.model_validate(_call_server(owner, "POST", "/query/run", json=body)["result"])
     else:
         pipeline = load_pipeline("query", **_store_overrides(args))
@@ -163,8 +162,8 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     """Delete indexed sources: their chunks, summaries and graph records, and the file when it is an upload."""
     if owner := _store_owner(args):
         print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
-        # The server resolves names against its own working directory: send paths that exist here as absolute.
-        names = [str(Path(n).resolve()) if ("/" in n and Path(n).exists()) else n for n in args.sources]
+        # The server resolves names against its own working directory: send paths as absolute.
+        names = [str(Path(n).resolve()) if "/" in n else n for n in args.sources]
         removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
     else:
         from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
@@ -321,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", parents=[store, model], help="retrieve with diagnostics", description=cmd_query.__doc__)
     p.add_argument("text", nargs="+", metavar="TEXT", help="the question or keywords")
-    p.add_argument("--top-k", type=int, default=None, help="show at most this many documents")
+    p.add_argument("--top-k", type=whole_number("check_top_k"), default=None, help="show at most this many documents")
     p.add_argument("--json", action="store_true", help="print the full response as JSON")
     p.add_argument("--full", action="store_true", help="print whole passages instead of a preview")
     p.set_defaults(func=cmd_query)
@@ -339,12 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", parents=[store], help="serve the REST API (Hayhooks)", description=cmd_serve.__doc__)
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=1416, help="port (default 1416)")
+    p.add_argument("--port", type=whole_number("check_port"), default=1416, help="port, 1-65535 (default 1416)")
     p.add_argument("--pipelines-dir", default=None, help="folder of pipeline wrappers (default: the package's)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("delete", parents=[store], help="delete indexed sources", description=cmd_delete.__doc__)
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="an indexed file's path, or an upload's file name")
+    source = checked("check_source_name")
+    p.add_argument("sources", nargs="+", type=source, metavar="SOURCE", help="an indexed file's path or upload's name")
     p.set_defaults(func=cmd_delete)
 
     p = sub.add_parser("stats", parents=[store], help="what an index holds, per source", description=cmd_stats.__doc__)
@@ -372,8 +372,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
-    if getattr(args, "top_k", None) is not None and args.top_k < 1:
-        build_parser().error("--top-k must be at least 1")
     if getattr(args, "queries", None) is not None and args.queries < 2:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:

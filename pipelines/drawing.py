@@ -48,6 +48,27 @@ PAGE_WIDTH = 6144
 #: Levels of detail (see :mod:`adaptive_retrieval.pipelines.mermaid`); kept here so ``--help`` needs no Haystack.
 DETAILS = ("overview", "sockets", "haystack")
 Detail = Literal["overview", "sockets", "haystack"]
+#: Chromium flags for mermaid-cli: offline. ``--no-sandbox``: CI and containers run as root, where chromium refuses
+#: its sandbox. The rest keep the browser from calling out (measured with strace: without them it looked up Google
+#: update, account and sync hosts): no background networking, component updates, sync, first-run or domain
+#: reliability reports, every host name resolving to nothing, and a proxy on a closed loopback port for anything
+#: else. The page is a local file; nothing needs the network. Each render also gets a fresh profile folder.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+]
 #: Rendered SVGs kept in memory by :func:`rendered_svg` (each is 30–150 KB).
 SVG_CACHE_SIZE = 16
 _SVG_CACHE: OrderedDict[str, bytes] = OrderedDict()
@@ -151,8 +172,8 @@ def render(text: str, out: str | Path, timeout: float = 120.0) -> Path:
         source = Path(tmp) / "diagram.mmd"
         source.write_text(text, encoding="utf-8")
         config = Path(tmp) / "puppeteer.json"
-        # --no-sandbox: CI and containers run as root, where chromium refuses its sandbox.
-        config.write_text(json.dumps({"executablePath": str(chromium), "args": ["--no-sandbox", "--disable-gpu"]}))
+        profile = {"executablePath": str(chromium), "args": CHROMIUM_ARGS, "userDataDir": str(Path(tmp) / "profile")}
+        config.write_text(json.dumps(profile))
         # A page wider than any diagram: mermaid-cli shrinks a diagram wider than the page, text and all, so a
         # PNG keeps the diagram's own size (16 px text) instead of squeezing it into the default 800 px.
         command = [str(mmdc), "-q", "-i", str(source), "-o", str(out), "-p", str(config), "-b", "white"]

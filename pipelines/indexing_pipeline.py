@@ -42,19 +42,11 @@ from adaptive_retrieval.components.models.document_embedder import OnnxDocumentE
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
 logger = logging.getLogger(__name__)
-
-SUPPORTED_SUFFIXES = {
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".pdf": "application/pdf",
-}
 
 
 #: Passages per ONNX Runtime call while indexing. The encoder is shared with the query path and runs one call at a

@@ -35,6 +35,7 @@ from adaptive_retrieval.components.selection.structural_first import StructuralF
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 from adaptive_retrieval.pipelines.timing import stage_timings
+from adaptive_retrieval.pipelines.validation import check_query
 
 #: Where the query-side inputs a channel registers (components/retrieval/channels.py) come from in this pipeline.
 CHANNEL_SOURCES = {
@@ -51,8 +52,6 @@ FUSION_K = 10
 #: bounded and the set of the first 10 never changes (scripts/eval_rerank.py: reranking all 15 of a profile's
 #: top_k lost full@10 on hotpotqa100 and musique_dev100; the first 10 kept it).
 RERANK_TOP = 10
-#: Longest query text accepted (also the REST model's limit): a question, not a document.
-MAX_QUERY_CHARS = 4000
 
 
 def build_query_pipeline(
@@ -223,24 +222,13 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         ``timings_ms`` (per component summed over attempts, and ``total``), ``query_embedding`` (the last
         attempt's query vector, a list). Routing and fusion describe the last attempt.
     :raises TypeError: when ``query`` is not a string.
-    :raises ValueError: when it is empty, longer than :data:`MAX_QUERY_CHARS` or not valid Unicode.
+    :raises ValueError: when it is empty or holds only whitespace and control characters, is longer than
+        :data:`~adaptive_retrieval.pipelines.validation.MAX_QUERY_CHARS` or is not valid Unicode
+        (:func:`~adaptive_retrieval.pipelines.validation.check_query`).
     :raises NoChannelAnsweredError: when every channel the router weighted failed, or some failed and no
         document came back (not "no match": an error).
     """
-    if not isinstance(query, str):
-        msg = f"The query must be a string, got {type(query).__name__}"
-        raise TypeError(msg)
-    if not query.strip():
-        msg = "The query is empty: pass a non-empty question or keywords."
-        raise ValueError(msg)
-    if len(query) > MAX_QUERY_CHARS:
-        msg = f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
-        raise ValueError(msg)
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as err:
-        msg = f"The query is not valid Unicode text ({err.reason} at character {err.start})"
-        raise ValueError(msg) from err
+    check_query(query)
     joiner = pipeline.get_component("joiner")
     with stage_timings() as times, _collect_channel_failures(list(joiner.channels)) as failures:
         # The gate's own outputs: its documents keep their vectors here (the answer component drops them for a

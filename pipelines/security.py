@@ -1,12 +1,15 @@
-"""What the served app lets in: read-only Hayhooks, an optional bearer token, CORS allow-list, Host check, and
-error bodies without server paths.
+"""What the served app lets in: read-only Hayhooks, an optional bearer token, CORS allow-list, Host check, no
+cross-site writes, and error bodies without server paths; and what a plain Hayhooks server must set to serve the
+wrappers at all.
 
 The policy comes from the environment (see README "Serving securely"):
 
 - ``ADAPTIVE_API_TOKEN``: when set, every route (REST, ``/v1/chat/completions``, ``/mcp``) needs
   ``Authorization: Bearer <token>``; read as a Haystack ``Secret``. The API docs (``/docs``, ``/redoc``,
   ``/openapi.json``) stay open: they describe the API and hold no data.
-- ``ADAPTIVE_CORS_ORIGINS``: comma-separated origins allowed to call the API from a browser (default: none).
+- ``ADAPTIVE_CORS_ORIGINS``: comma-separated origins allowed to call the API from a browser (default: none). A
+  write (any method but GET/HEAD/OPTIONS) that a page of any other origin sends is refused with 403
+  (:mod:`~adaptive_retrieval.pipelines.cross_site`); the server's own pages (``/docs``, ``/diagrams``) may write.
 - ``ADAPTIVE_ALLOWED_HOSTS``: comma-separated ``Host`` names accepted besides the loopback names; when the server
   is bound to loopback, any other ``Host`` is refused (421), which stops DNS rebinding.
 - ``ADAPTIVE_DEV_ALLOW_DEPLOY=1``: development only, brings back Hayhooks' ``/deploy_files``, ``/deploy-yaml`` and
@@ -32,6 +35,7 @@ from haystack.utils import Secret
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adaptive_retrieval.pipelines.cross_site import cross_site_problem
 from adaptive_retrieval.pipelines.owner_client import TOKEN_ENV
 
 logger = logging.getLogger(__name__)
@@ -66,31 +70,92 @@ def mark_guarded() -> None:
     _GUARDED = True
 
 
-def require_safe_hayhooks() -> None:
-    """Refuse to load a served pipeline into a Hayhooks app that would expose it unsafely.
+class UnsafeServerError(SystemExit):
+    """Stops a plain Hayhooks server whose settings would expose the pipelines unsafely; the message says what to set.
 
-    Called by the wrappers' ``setup()``: plain ``hayhooks run`` keeps Hayhooks' deploy/undeploy routes (remote
-    code execution) unless ``HAYHOOKS_DURABLE_MODE=true`` fixes the pipeline set, and it cannot enforce
-    ``$ADAPTIVE_API_TOKEN``.
-
-    :raises RuntimeError: with what to run instead.
+    A ``SystemExit`` on purpose: Hayhooks catches ``Exception`` around each wrapper's ``setup()`` (it logs a warning
+    and starts without that pipeline), so only an exception outside ``Exception`` stops its start-up. Under
+    ``HAYHOOKS_DURABLE_MODE`` the app is not built; without it uvicorn reports "Application startup failed" and
+    exits with status 3.
     """
+
+
+def plain_hayhooks_problems() -> list[str]:
+    """What makes the running (plain) Hayhooks server unsafe for the wrappers: deploy routes, a CORS policy that
+    lets any web page read answers, a token it cannot enforce. Empty under ``adaptive-retrieval serve``."""
     from hayhooks.settings import settings
 
+    if _GUARDED:
+        return []
+    problems = []
     if not settings.durable_mode and not deploy_routes_allowed():
-        msg = (
-            "Refusing to serve this pipeline: this Hayhooks server has the /deploy_files, /deploy-yaml and "
-            "/undeploy routes (and MCP deploy tools), so anyone who can reach it runs code as this user. Run "
-            "`adaptive-retrieval serve`, or `HAYHOOKS_DURABLE_MODE=true hayhooks run --pipelines-dir pipelines` "
-            f"(pipelines fixed at start-up, no deploy routes); ${DEV_DEPLOY_ENV}=1 allows them for development."
+        problems.append(
+            "it has the /deploy_files, /deploy-yaml and /undeploy routes, so anyone who can reach it runs code as "
+            "this user: set HAYHOOKS_DURABLE_MODE=true (pipelines fixed at start-up, no deploy routes; "
+            f"${DEV_DEPLOY_ENV}=1 keeps them for development only)"
         )
-        raise RuntimeError(msg)
-    if not _GUARDED and Secret.from_env_var(TOKEN_ENV, strict=False).resolve_value():
-        msg = (
-            f"${TOKEN_ENV} is set but plain `hayhooks run` cannot require it: serve with `adaptive-retrieval serve` "
-            "(or unset the variable to serve without authentication)"
+    if "*" in settings.cors_allow_origins or settings.cors_allow_origin_regex:
+        problems.append(
+            "its CORS policy lets every web page call it and read the answers (Hayhooks' default): set "
+            "HAYHOOKS_CORS_ALLOW_ORIGINS='[]' (or a JSON list of your own origins) and leave "
+            "HAYHOOKS_CORS_ALLOW_ORIGIN_REGEX unset"
         )
-        raise RuntimeError(msg)
+    if Secret.from_env_var(TOKEN_ENV, strict=False).resolve_value():
+        problems.append(
+            f"${TOKEN_ENV} is set but plain `hayhooks run` cannot require it: unset it, or serve with "
+            "`adaptive-retrieval serve`"
+        )
+    return problems
+
+
+def require_safe_hayhooks() -> None:
+    """Stop a plain ``hayhooks run`` whose settings would expose this package's pipelines unsafely.
+
+    Called by every wrapper's ``setup()`` (query, indexing, diagrams); does nothing under ``adaptive-retrieval
+    serve``. The server then refuses to start, with one message that lists what to set (see
+    :func:`plain_hayhooks_problems`).
+
+    :raises UnsafeServerError: with what to set, or to run ``adaptive-retrieval serve`` instead.
+    """
+    if problems := plain_hayhooks_problems():
+        msg = (
+            "adaptive-retrieval refuses to serve its pipelines from this Hayhooks server: "
+            + "; ".join(problems)
+            + ". Or run `adaptive-retrieval serve`, which needs none of these settings."
+        )
+        logger.error(msg)
+        raise UnsafeServerError(msg)
+
+
+def guard_request(headers: Headers | None) -> None:
+    """For a wrapper served by plain Hayhooks (which hands it the request headers when ``run_api`` declares
+    ``headers: Headers | None = None``), what :class:`GuardMiddleware` does for ``adaptive-retrieval serve``: refuse
+    a foreign ``Host`` when bound to loopback (421: DNS rebinding) and a write that a web page of another origin
+    sent (403; the origins allowed besides the server's own are Hayhooks' ``HAYHOOKS_CORS_ALLOW_ORIGINS``).
+
+    Under ``serve`` the guard has checked the request already; without headers (an MCP call, Python) there is no
+    browser to check.
+
+    :raises fastapi.HTTPException: 421 or 403 with the reason.
+    """
+    if headers is None or _GUARDED:
+        return
+    from fastapi import HTTPException
+    from hayhooks.settings import settings
+
+    hosts = allowed_hosts(settings.host)
+    if hosts is not None and host_name(headers.get("host", "")) not in hosts:
+        detail = "Unknown Host header: this server answers only to " + ", ".join(sorted(hosts))
+        logger.warning("Refused a request for Host %r (DNS rebinding?)", headers.get("host"))
+        raise HTTPException(status_code=421, detail=detail)
+    if problem := cross_site_problem("POST", headers, settings.cors_allow_origins, "HAYHOOKS_CORS_ALLOW_ORIGINS"):
+        logger.warning("%s", problem)
+        raise HTTPException(status_code=403, detail=problem)
+
+
+def is_guarded() -> bool:
+    """Whether this process serves through :class:`GuardMiddleware` (``adaptive-retrieval serve``)."""
+    return _GUARDED
 
 
 def is_loopback(host: str) -> bool:
@@ -110,6 +175,13 @@ def host_name(header: str) -> str:
     if header.startswith("["):
         return header[1 : header.find("]")] if "]" in header else header
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def allowed_hosts(host: str) -> frozenset[str] | None:
+    """The ``Host`` names a server bound to ``host`` answers: the loopback names plus ``$ADAPTIVE_ALLOWED_HOSTS``;
+    ``None`` (any) when bound beyond loopback without that list (a proxy checks ``Host`` then)."""
+    extra = frozenset(host_name(h) for h in _env_list(ALLOWED_HOSTS_ENV))
+    return LOOPBACK_NAMES | extra if is_loopback(host) or extra else None
 
 
 @dataclass(frozen=True)
@@ -132,9 +204,9 @@ class ServingPolicy:
         if "*" in (origins := _env_list(CORS_ORIGINS_ENV)):
             msg = f"${CORS_ORIGINS_ENV} must list origins (e.g. http://localhost:3000), not '*'"
             raise ValueError(msg)
-        extra = frozenset(host_name(h) for h in _env_list(ALLOWED_HOSTS_ENV))
-        allowed = LOOPBACK_NAMES | extra if is_loopback(host) or extra else None
-        return cls(token=token, cors_origins=origins, allowed_hosts=allowed, allow_deploy=deploy_routes_allowed())
+        return cls(
+            token=token, cors_origins=origins, allowed_hosts=allowed_hosts(host), allow_deploy=deploy_routes_allowed()
+        )
 
     def token_matches(self, authorization: str | None) -> bool:
         """Constant-time check of an ``Authorization`` header against ``Bearer <token>``."""
@@ -167,9 +239,10 @@ async def _send_json(send: Send, status: int, detail: str, headers: Iterable[tup
 
 
 class GuardMiddleware:
-    """ASGI middleware in front of the whole app (REST, chat, MCP): refuses a foreign ``Host`` (421) and a missing
-    or wrong bearer token (401), and replaces the body of every 5xx answer with a generic message, so that no
-    server path or stack detail reaches a client (the original is logged).
+    """ASGI middleware in front of the whole app (REST, chat, MCP): refuses a foreign ``Host`` (421), a write sent
+    by a web page of a foreign origin (403) and a missing or wrong bearer token (401), and replaces the body of every
+    5xx answer with a generic message, so that no server path or stack detail reaches a client (the original is
+    logged).
 
     Usage::
 
@@ -190,6 +263,11 @@ class GuardMiddleware:
             logger.warning("Refused a request for Host %r (DNS rebinding?)", headers.get("host"))
             detail = "Unknown Host header: this server answers only to " + ", ".join(sorted(allowed))
             await _refuse(scope, send, 421, detail)
+            return
+        method = scope.get("method", "GET") if scope["type"] == "http" else "WEBSOCKET"
+        if problem := cross_site_problem(method, headers, self.policy.cors_origins):
+            logger.warning("%s (%s %s)", problem, method, scope["path"])
+            await _refuse(scope, send, 403, problem)
             return
         if not _is_public(scope["path"]) and not self.policy.token_matches(headers.get("authorization")):
             detail = "Missing or wrong bearer token: send 'Authorization: Bearer <token>' ($ADAPTIVE_API_TOKEN)"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 # the whole stack loads once, under this module's import lock, while the other threads wait for it.
 import adaptive_retrieval.pipelines.drawing
 import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
-from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES
+from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
+from adaptive_retrieval.pipelines.validation import check_top_k
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +62,6 @@ def load_served_pipeline(name: str) -> Pipeline:
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
 #: Largest accepted upload, in bytes (``$ADAPTIVE_MAX_UPLOAD_MB``, default 50 MB).
 MAX_UPLOAD_BYTES = int(float(os.environ.get("ADAPTIVE_MAX_UPLOAD_MB", "50")) * 1024 * 1024)
-#: Longest stored upload name (characters; the name is ASCII after sanitising, so also bytes).
-MAX_NAME_CHARS = 120
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
 class UploadRejectedError(ValueError):
@@ -155,17 +152,40 @@ class QueryResponse(BaseModel):
     def from_result(
         cls, result: Mapping[str, Any], top_k: int | None = None, include_embeddings: bool = False
     ) -> QueryResponse:
-        """From the dict :func:`~adaptive_retrieval.pipelines.query_pipeline.run_query` returns; ``top_k`` trims the
-        documents; the query's and the documents' vectors only with ``include_embeddings``."""
+        """From the dict :func:`~adaptive_retrieval.pipelines.query_pipeline.run_query` returns; ``top_k`` keeps at
+        most that many documents (``None``: all); the query's and the documents' vectors only with
+        ``include_embeddings``.
+
+        :raises TypeError: when ``top_k`` is not a whole number (a boolean, a float, ``NaN``...).
+        :raises ValueError: when it is out of range (see :func:`~adaptive_retrieval.pipelines.validation.check_top_k`).
+        """
+        top_k = check_top_k(top_k)
         data = {k: plain(v) for k, v in result.items() if k not in ("documents", "query_embedding")}
         if include_embeddings:
             data["query_embedding"] = plain(result.get("query_embedding"))
         documents = [RetrievedDocument.from_document(d, include_embeddings) for d in result.get("documents", [])]
-        return cls(documents=documents[:top_k] if top_k else documents, **data)
+        return cls(documents=documents if top_k is None else documents[:top_k], **data)
 
     def __str__(self) -> str:
         # MCP tools return str(result): make that JSON rather than a repr.
         return self.model_dump_json()
+
+
+class StoredUpload(BaseModel):
+    """One uploaded file: the name it was sent with and the file it is kept in."""
+
+    name: str = Field(description="The file name as sent (base name, NFC)")
+    stored_as: str = Field(description="The file name under uploads/ (see upload_names.stored_name)")
+    source: str = Field(description="The source name in the index (meta.source)")
+
+
+class Replacement(BaseModel):
+    """An earlier upload that this one replaced (same stored name, other content): what it held, what is there now."""
+
+    name: str
+    stored_as: str
+    chunks_before: int = Field(description="Chunks the earlier upload had in the index")
+    chunks_after: int = Field(description="Chunks of the new content (0 when it yielded no text: see failed)")
 
 
 class IndexResponse(BaseModel):
@@ -179,6 +199,10 @@ class IndexResponse(BaseModel):
     redone: int = Field(0, description="Sources an interrupted earlier run left unfinished, indexed again")
     failed: list[dict[str, str]] = Field(default_factory=list, description="Files that yielded no text: source, reason")
     sources: list[str] = Field(default_factory=list, description="Source names of the files, as stored in meta")
+    uploads: list[StoredUpload] = Field(default_factory=list, description="Each file's name as sent and as stored")
+    replaced: list[Replacement] = Field(
+        default_factory=list, description="Earlier uploads of the same (stored) name that this upload replaced"
+    )
     documents_total: int = Field(description="Documents in the store after indexing")
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
@@ -203,29 +227,19 @@ def uploads_dir(store: Any) -> Path:
 
 
 def safe_filename(filename: str | None) -> str:
-    """The base name of an uploaded file, stripped of directories and odd characters.
+    """The name an uploaded file is stored under (:func:`~adaptive_retrieval.pipelines.upload_names.stored_name`:
+    distinct names stay distinct, letters of every script are kept, at most 200 bytes).
 
     :raises UploadRejectedError: without a usable name or with an unsupported extension.
     """
-    name = _SAFE_NAME.sub("_", Path((filename or "").replace("\\", "/")).name).strip(" .")
-    if len(name) > MAX_NAME_CHARS:
-        # File systems refuse names over 255 bytes ("File name too long"): keep the start and the suffix.
-        suffix = Path(name).suffix[:16]
-        name = name[: MAX_NAME_CHARS - len(suffix)].rstrip(" .") + suffix
-    if not name:
-        msg = "The uploaded file has no usable name: send it with a filename such as notes.md"
-        raise UploadRejectedError(msg)
-    suffix = Path(name).suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
-        msg = f"Cannot index '{name}': unsupported file type '{suffix or '(none)'}'; supported: " + ", ".join(
-            sorted(SUPPORTED_SUFFIXES)
-        )
-        raise UploadRejectedError(msg)
-    return name
+    try:
+        return stored_name(filename)
+    except UploadNameError as err:
+        raise UploadRejectedError(str(err)) from err
 
 
-def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
-    """Check and write one uploaded file into ``folder``; returns its path.
+def check_upload(filename: str | None, content: bytes) -> str:
+    """Check one uploaded file without writing it; returns the name it will be stored under.
 
     :raises UploadRejectedError: for an unsupported type, an empty or oversized file, or text that is not UTF-8.
     """
@@ -246,6 +260,11 @@ def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
         except UnicodeDecodeError as err:
             msg = f"The uploaded file '{name}' is not UTF-8 text: {err}"
             raise UploadRejectedError(msg) from err
+    return name
+
+
+def write_upload(folder: Path, name: str, content: bytes) -> Path:
+    """Write a checked upload as ``folder/name`` (a stored name from :func:`check_upload`); returns its path."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     # Write then rename, so a concurrent reader never sees half a file.
@@ -253,6 +272,14 @@ def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
     partial.write_bytes(content)
     partial.replace(path)
     return path
+
+
+def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
+    """Check (:func:`check_upload`) and write (:func:`write_upload`) one uploaded file; returns its path.
+
+    :raises UploadRejectedError: for an unsupported type, an empty or oversized file, or text that is not UTF-8.
+    """
+    return write_upload(folder, check_upload(filename, content), content)
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:

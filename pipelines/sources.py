@@ -1,8 +1,9 @@
 """Delete indexed sources: every store document of the source (chunks and summaries), its graph records, and its
 uploaded file when the file lies under ``uploads/``.
 
-A source is named as stored in ``meta.source`` (the absolute path of the indexed file) or, for an upload, by its
-file name (``notes.md`` → ``<uploads>/notes.md``). Files outside ``uploads/`` are the user's own and are never
+A source is named as stored in ``meta.source`` (the absolute path of the indexed file) or, for an upload, by the
+file name it was uploaded with (``notes.md`` → ``<uploads>/notes.md``, ``a?b.md`` → ``<uploads>/a%3Fb.md``) or the
+name it is stored under. Files outside ``uploads/`` are the user's own and are never
 removed. Names that match nothing are an error, checked before anything is deleted.
 
 Usage::
@@ -20,19 +21,42 @@ from typing import Any
 from haystack import Document
 
 from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
+from adaptive_retrieval.pipelines.validation import check_source_name
 
 
 class SourceNotFoundError(LookupError):
     """No stored document and no uploaded file has this source name; the message lists them."""
 
 
-def resolve_source(name: str, uploads: Path) -> str:
-    """The stored source for ``name``: a bare file name is an upload (``<uploads>/<name>``); anything else is
-    taken as the ``meta.source`` value (a path, resolved when it exists)."""
+def source_candidates(name: str, uploads: Path) -> list[str]:
+    """The stored sources ``name`` may mean, most likely first.
+
+    A bare file name is an upload: the file it is stored under (``über.md`` → ``<uploads>/über.md``, ``a?b.md`` →
+    ``<uploads>/a%3Fb.md``, see :mod:`~adaptive_retrieval.pipelines.upload_names`), then the name as a stored name
+    itself (as the upload response lists it). Anything else is a ``meta.source`` value (a path, resolved when it
+    exists).
+    """
     if "/" not in name and "\\" not in name:
-        return str(uploads.resolve() / name)
+        literal = str(uploads.resolve() / name)
+        try:
+            stored = str(uploads.resolve() / stored_name(name))
+        except UploadNameError:
+            return [literal]
+        return list(dict.fromkeys([stored, literal]))
     path = Path(name).expanduser()
-    return str(path.resolve()) if path.exists() else name
+    try:
+        return [str(path.resolve()) if path.exists() else name]
+    except OSError:  # a name longer than the file system allows is no file here
+        return [name]
+
+
+def _upload_file(source: str, uploads: Path) -> Path | None:
+    path = Path(source)
+    try:
+        return path if path.parent == uploads and path.is_file() else None
+    except OSError:  # ENAMETOOLONG: no such file
+        return None
 
 
 def _documents_of(store: Any, source: str) -> list[Document]:
@@ -53,18 +77,20 @@ def delete_sources(
     per name.
 
     :raises SourceNotFoundError: when a name matches no stored document and no uploaded file (nothing deleted).
+    :raises ValueError: for a name that cannot name a source (empty, a NUL, over 4,096 characters).
     """
     uploads = uploads.resolve()
     plan = []
     for name in names:
-        source = resolve_source(name, uploads)
-        docs = _documents_of(store, source)
-        path = Path(source)
-        upload = path if path.parent == uploads and path.is_file() else None
-        if not docs and upload is None:
+        check_source_name(name)
+        for source in source_candidates(name, uploads):
+            docs, upload = _documents_of(store, source), _upload_file(source, uploads)
+            if docs or upload is not None:
+                plan.append((source, docs, upload))
+                break
+        else:
             msg = f"No indexed source or uploaded file named '{name}'"
             raise SourceNotFoundError(msg)
-        plan.append((source, docs, upload))
     removed = []
     for source, docs, upload in plan:
         if docs:

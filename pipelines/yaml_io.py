@@ -24,7 +24,10 @@ from adaptive_retrieval.pipelines.store_config import (
 ALLOWED_MODULES = ["adaptive_retrieval"]
 #: What ``hayhooks pipeline deploy-yaml`` exposes: the declared ``inputs``/``outputs`` of each pipeline YAML
 #: (flat request field -> ``component.socket``). :func:`dumps_pipeline` writes the first entry whose sockets the
-#: pipeline has, so the declaration follows the pipeline rather than its file name.
+#: pipeline has, so the declaration follows the pipeline rather than its file name. The indexing pipeline declares
+#: none on purpose: its entry (``file_router.sources``) takes paths on the server, and a request naming
+#: ``/etc/...`` would index that file; Hayhooks refuses to deploy a YAML without ``inputs``, and files reach the
+#: index over the network only as uploads (``POST /indexing/run`` of ``adaptive-retrieval serve``).
 HAYHOOKS_IO: list[dict[str, dict[str, str]]] = [
     {  # the query pipelines: the query enters at the retry loop; the answer component holds the gate's list without
         # its vectors (Hayhooks answers with every output of the components named here, and every unconnected one).
@@ -48,13 +51,6 @@ HAYHOOKS_IO: list[dict[str, dict[str, str]]] = [
             "quality": "gate.quality",
             "intent": "router.intent",
             "confidence": "router.confidence",
-        },
-    },
-    {  # the indexing pipeline: file paths on the server
-        "inputs": {"sources": "file_router.sources"},
-        "outputs": {
-            "documents_written": "writer.documents_written",
-            "chunks_written": "graph_writer.chunks_written",
         },
     },
 ]

@@ -31,7 +31,13 @@ PACKAGE_FOLDERS = ("components", "pipelines")
 CORE = "core"
 #: The served app's own modules: whatever they import is the ``serve`` extra's (a core module may import them only
 #: inside a function that the server runs, or under ``LazyImport(install_hint("serve"))``).
-SERVE_FILES = ("pipelines/app.py", "pipelines/mcp_app.py", "pipelines/security.py", "pipelines/*/pipeline_wrapper.py")
+SERVE_FILES = (
+    "pipelines/app.py",
+    "pipelines/mcp_app.py",
+    "pipelines/security.py",
+    "pipelines/request_checks.py",
+    "pipelines/*/pipeline_wrapper.py",
+)
 #: Extras that are not imported by the package: the scripts' (eval), the suite's (dev), and the union (all).
 NOT_PACKAGE_EXTRAS = ("eval", "dev", "all")
 

@@ -66,9 +66,11 @@ def test_text_embedder_errors(model_dir: Path) -> None:
         embedder.run("  ")
     with pytest.raises(TypeError):
         embedder.run(["not", "a", "string"])
-    long_query = "word " * 2000
+    long_query = "word " * 700  # 3,500 characters: within MAX_QUERY_CHARS, past the model's 256-token window
     out = embedder.run(long_query)
     assert out["meta"]["truncated"] is True and len(out["embedding"]) == 384
+    with pytest.raises(ValueError, match="max_chars=4000"):
+        embedder.run("word " * 2000)
 
 
 def test_text_embedder_vector_is_the_embedding_read_only(model_dir: Path) -> None:

@@ -107,13 +107,19 @@ def _wait_up(process: subprocess.Popen, url: str) -> None:
 
 
 def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], tmp_path: Path) -> None:
+    """The development recipe: ``HAYHOOKS_CORS_ALLOW_ORIGINS='[]' hayhooks run`` + ``deploy-yaml``. It answers
+    queries; the indexing YAML cannot be deployed (it declares no input: its entry takes paths on the server), so
+    no request can index a server file; a web page on another origin cannot deploy code through the browser."""
+    from browser import attack, browser_missing
+
     from adaptive_retrieval.pipelines.app import free_port
 
     hayhooks = str(Path(sys.executable).with_name("hayhooks"))
     port = free_port()
-    # What a user sets for a plain Hayhooks server: the index, and the allow-list for this package's YAML types.
+    # What a user sets for a plain Hayhooks server: the index, the allow-list for this package's YAML types, and no
+    # cross-origin CORS (Hayhooks' default lets every web page call its deploy routes).
     env = _env(index, HAYSTACK_DESERIALIZATION_ALLOWLIST="adaptive_retrieval.*", HAYHOOKS_PORT=str(port))
-    env["HAYHOOKS_HOST"] = "127.0.0.1"
+    env.update(HAYHOOKS_HOST="127.0.0.1", HAYHOOKS_CORS_ALLOW_ORIGINS="[]")
     (tmp_path / "pipelines").mkdir()  # Hayhooks' own folder convention, empty: nothing is deployed at start
     server = subprocess.Popen(
         [hayhooks, "run", "--host", "127.0.0.1", "--port", str(port)],
@@ -124,19 +130,24 @@ def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], 
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
+    secret = tmp_path / "private.md"
+    secret.write_text("# Private\n\nThe vault code is zebrapassphrase.\n", encoding="utf-8")
     try:
         _wait_up(server, url)
-        yaml_copy = tmp_path / "query.yaml"
-        shutil.copy(YAML_DIR / "query.yaml", yaml_copy)
-        deploy = subprocess.run(
-            [hayhooks, "pipeline", "deploy-yaml", "--name", "query", str(yaml_copy)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+        deployed = {}
+        for name in ("query", "indexing"):
+            yaml_copy = tmp_path / f"{name}.yaml"
+            shutil.copy(YAML_DIR / f"{name}.yaml", yaml_copy)
+            deployed[name] = subprocess.run(
+                [hayhooks, "pipeline", "deploy-yaml", "--name", name, str(yaml_copy)],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        assert deployed["query"].returncode == 0, deployed["query"].stdout[-3000:] + deployed["query"].stderr[-3000:]
+        assert deployed["indexing"].returncode != 0, "the indexing YAML must not be deployable"
         response = httpx.post(f"{url}/query/run", json={"query": QUESTION}, timeout=120)
         assert response.status_code == 200, response.text
         result = response.json()["result"]
@@ -150,6 +161,18 @@ def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], 
         assert "gate" not in result or "documents" not in result["gate"]
         per_document = (len(response.content) - 4_000) / len(documents)
         assert per_document < 2_000, f"{len(response.content)} bytes for {len(documents)} documents"
+        # A path on the server as input: there is no such route, and nothing was indexed.
+        sources = httpx.post(f"{url}/indexing/run", json={"sources": [str(secret)]}, timeout=60)
+        assert sources.status_code in (404, 405), sources.text
+        leaked = httpx.post(f"{url}/query/run", json={"query": "zebrapassphrase vault code"}, timeout=120)
+        assert all(
+            "zebrapassphrase" not in (d.get("content") or "") for d in leaked.json()["result"]["answer"]["documents"]
+        )
+        if browser_missing() is None:
+            marker = tmp_path / "pwned"
+            results = attack(url, marker)
+            assert not marker.exists(), results
+            assert not results["deploy cors"]["ok"], results
     finally:
         output = stop(server)
     assert "Traceback" not in output, output[-3000:]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from adaptive_retrieval.components.models.encoder import ONNX_PRECISIONS, TokenEncoder, get_encoder
+from adaptive_retrieval.components.models.ort_runtime import onnxruntime_quiet
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class OnnxEncoder(TokenEncoder):
     """Runs one exported ONNX model (``model.onnx`` or ``model_int8.onnx``) with its ``tokenizer.json``."""
 
     def __init__(self, model: str, precision: str = "int8", device: str = "cpu", max_length: int | None = None):
-        import onnxruntime as ort
+        ort = onnxruntime_quiet()
 
         if precision not in ONNX_PRECISIONS:
             hint = "; fp16/bf16/fp8 run on a GPU through get_encoder(..., device='cuda')"

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from haystack import component
 
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import query_vector
@@ -34,7 +35,7 @@ class OnnxTextEmbedder:
         precision: str | None = None,
         device: str | None = None,
         prefix: str = "",
-        max_chars: int = 20_000,
+        max_chars: int = MAX_QUERY_CHARS,
         return_list: bool = True,
     ) -> None:
         """

@@ -128,8 +128,11 @@ class CrossEncoderRanker(RerankerBase):
         """
         if self._session is not None:
             return
-        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        from adaptive_retrieval.components.models.ort_runtime import onnxruntime_quiet
+
+        ort = onnxruntime_quiet()
 
         model_dir = resolve_model_dir(self.model)
         precision, device = resolve_precision(self.precision), resolve_device(self.device)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from haystack import component
 
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
 from adaptive_retrieval.components.models.embedding_cache import cached_encode
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
@@ -74,7 +75,7 @@ class IntentRouter:
         neighbours: int = 3,
         soft: bool = True,
         rule_strengths: dict[str, float] | None = None,
-        max_query_chars: int = 20_000,
+        max_query_chars: int = MAX_QUERY_CHARS,
         escalation_depth: float = 2.0,
         escalation_floor: float = 0.1,
         channels: list[str] | None = None,

@@ -28,6 +28,7 @@ from typing import Literal
 from fastapi import HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from hayhooks import BasePipelineWrapper
+from starlette.datastructures import Headers
 
 from adaptive_retrieval.pipelines.drawing import (
     PIPELINE_NAMES,
@@ -36,6 +37,7 @@ from adaptive_retrieval.pipelines.drawing import (
     mermaid_texts,
     rendered_svg,
 )
+from adaptive_retrieval.pipelines.security import guard_request, require_safe_hayhooks
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -45,7 +47,9 @@ class PipelineWrapper(BasePipelineWrapper):
     skip_a2a = True
 
     def setup(self) -> None:
-        """Nothing to load: diagrams are built from the YAML on each request (cheap, and always current)."""
+        """Nothing to load (diagrams are built from the YAML on each request: cheap, and always current); a plain
+        Hayhooks server with unsafe settings is stopped here as by the other wrappers."""
+        require_safe_hayhooks()
         self.pipeline = None
 
     def run_api(
@@ -53,6 +57,7 @@ class PipelineWrapper(BasePipelineWrapper):
         pipeline: Literal["indexing", "query"] | None = None,
         detail: Literal["overview", "sockets", "haystack"] = "overview",
         format: Literal["mermaid", "html", "svg"] = "mermaid",
+        headers: Headers | None = None,
     ) -> Response:
         """Mermaid diagrams of the pipelines.
 
@@ -61,8 +66,10 @@ class PipelineWrapper(BasePipelineWrapper):
             (Haystack's own, with socket types).
         :param format: ``mermaid`` (JSON of texts), ``html`` (a page rendering them offline) or ``svg`` (one
             pipeline, rendered on the server).
+        :param headers: the request's headers (Hayhooks passes them): a request from a foreign web page is refused.
         :returns: the diagrams.
         """
+        guard_request(headers)
         if format == "svg" and pipeline is None:
             msg = f"format 'svg' draws one pipeline: name one of {list(PIPELINE_NAMES)}"
             raise HTTPException(status_code=400, detail=msg)

@@ -16,23 +16,32 @@ import adaptive_retrieval.pipelines.serving  # noqa: F401
 
 # isort: split
 
+import hashlib
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
+from starlette.datastructures import Headers
 
+from adaptive_retrieval.components.indexing.manifest import STATE_COMPLETE, read_manifests
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
+from adaptive_retrieval.pipelines.security import guard_request, is_guarded
 from adaptive_retrieval.pipelines.serving import (
     IndexResponse,
+    Replacement,
+    StoredUpload,
     UploadRejectedError,
+    check_upload,
     load_served_pipeline,
     safe_filename,
-    save_upload,
     uploads_dir,
+    write_upload,
 )
+from adaptive_retrieval.pipelines.upload_names import upload_base_name
 from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
 logger = logging.getLogger(__name__)
@@ -71,29 +80,55 @@ class PipelineWrapper(BasePipelineWrapper):
         if problem:
             raise HTTPException(status_code=413, detail=f"Upload refused: {problem}")
 
-    def _index(self, uploads: list[tuple[str | None, bytes]], force: bool) -> IndexResponse:
-        start = time.perf_counter()
+    def _checked(self, uploads: list[tuple[str | None, bytes]]) -> list[str]:
+        """The stored name of each upload, after every check (nothing is written yet): 413 over a limit, 400 for a
+        bad file or for two files of the request that would be stored under one name."""
         try:
             self._check_limits(uploads)
-            paths = [save_upload(self.uploads, name, content) for name, content in uploads]
+            names = [check_upload(name, content) for name, content in uploads]
         except UploadRejectedError as err:
             raise HTTPException(status_code=400, detail=str(err)) from err
+        seen: dict[str, str | None] = {}
+        for (sent, _), name in zip(uploads, names, strict=True):
+            if name in seen:
+                msg = (
+                    f"Two files of this upload have the same name ({seen[name]!r} and {sent!r}, both stored as "
+                    f"'{name}'): rename one and send them again; nothing was indexed"
+                )
+                raise HTTPException(status_code=400, detail=msg)
+            seen[name] = sent
+        return names
+
+    def _index(self, uploads: list[tuple[str | None, bytes]], force: bool) -> IndexResponse:
+        start = time.perf_counter()
+        names = self._checked(uploads)
+        sources = [str(self.uploads / name) for name in names]
         try:
             with self.queue.admit() as ticket:
+                # Written only once admitted: a refused upload (queue full) never overwrites an indexed file.
+                before = read_manifests(self.store, sources)
+                paths = [
+                    write_upload(self.uploads, name, content) for name, (_, content) in zip(names, uploads, strict=True)
+                ]
                 counts = index_paths(self.pipeline, paths, force=force, batch_files=8, check=ticket.check)
+                after = read_manifests(self.store, sources)
                 total = self.store.count_documents()
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
             raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
-        sources = [str(p) for p in paths]
         if counts["failed"] and len(counts["failed"]) == counts["files"] - counts["skipped"]:
             # Nothing was indexed: every file yielded no text. A 200 would read as success.
             reasons = "; ".join(f"{Path(f['source']).name}: {f['reason']}" for f in counts["failed"])
             raise HTTPException(status_code=422, detail=f"No text could be indexed from the upload ({reasons})")
         return IndexResponse(
             **counts,
-            sources=sources,
+            sources=[str(p) for p in paths],
+            uploads=[
+                StoredUpload(name=upload_base_name(sent), stored_as=name, source=source)
+                for (sent, _), name, source in zip(uploads, names, sources, strict=True)
+            ],
+            replaced=_replacements(uploads, names, sources, before, after),
             documents_total=total,
             timings_ms={"total": round((time.perf_counter() - start) * 1000, 2)},
         )
@@ -116,19 +151,33 @@ class PipelineWrapper(BasePipelineWrapper):
         except TimeBudgetError as err:
             raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
 
-    def run_api(self, files: list[UploadFile] | None = None, force: bool = False) -> IndexResponse:
+    def run_api(
+        self, files: list[UploadFile] | None = None, force: bool = False, headers: Headers | None = None
+    ) -> IndexResponse:
         """Index uploaded files (.md, .txt, .html, .pdf): split by section, embed dense + sparse, write.
 
         :param files: the files to index (multipart form field ``files``, repeatable).
         :param force: re-index even files whose content has not changed.
-        :returns: counts of files and chunks, and the store's document total.
+        :param headers: the request's headers (Hayhooks passes them): an upload from a foreign web page is refused.
+        :returns: counts of files and chunks, each file's stored name, what it replaced, the store's total.
         """
+        guard_request(headers)
         if not files:
             raise HTTPException(status_code=400, detail="No file uploaded: send one or more multipart 'files'")
         return self._index([(f.filename, f.file.read()) for f in files], force)
 
     def run_file_upload(self, filename: str | None, content_type: str | None, content: bytes, purpose: str) -> dict:
-        """OpenAI ``/v1/files``: index the uploaded file and describe it as an OpenAI FileObject."""
+        """OpenAI ``/v1/files``: index the uploaded file and describe it as an OpenAI FileObject.
+
+        Served by ``adaptive-retrieval serve`` only: Hayhooks does not hand this method the request headers, so under
+        plain ``hayhooks run`` it could not tell a web page's upload from a client's (use ``/indexing/run`` there).
+        """
+        if not is_guarded():
+            msg = (
+                "POST /v1/files is served by `adaptive-retrieval serve` only, which refuses uploads from foreign web "
+                "pages; on this server upload with POST /indexing/run"
+            )
+            raise HTTPException(status_code=403, detail=msg)
         result = self._index([(filename, content)], force=False)
         return {
             "id": "file-" + result.sources[0].rsplit("/", 1)[-1],
@@ -139,3 +188,28 @@ class PipelineWrapper(BasePipelineWrapper):
             "purpose": purpose,
             "status": "processed",
         }
+
+
+def _replacements(
+    uploads: list[tuple[str | None, bytes]],
+    names: list[str],
+    sources: list[str],
+    before: dict[str, dict[str, Any]],
+    after: dict[str, dict[str, Any]],
+) -> list[Replacement]:
+    """The uploads whose stored name held other indexed content before: what it had, what it has now."""
+    replaced = []
+    for (sent, content), name, source in zip(uploads, names, sources, strict=True):
+        earlier = before.get(source) or {}
+        if earlier.get("state") != STATE_COMPLETE or earlier.get("source_hash") == hashlib.sha256(content).hexdigest():
+            continue  # nothing indexed under this name, or the same content (skipped or forced again)
+        now = after.get(source) or {}
+        replaced.append(
+            Replacement(
+                name=upload_base_name(sent),
+                stored_as=name,
+                chunks_before=int(earlier.get("chunks") or 0),
+                chunks_after=int(now.get("chunks") or 0) if now.get("state") == STATE_COMPLETE else 0,
+            )
+        )
+    return replaced

@@ -17,14 +17,16 @@ import adaptive_retrieval.pipelines.serving  # noqa: F401
 # isort: split
 
 import logging
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
-from pydantic import Field
+from starlette.datastructures import Headers
 
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query
+from adaptive_retrieval.pipelines.security import guard_request
 from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
+from adaptive_retrieval.pipelines.validation import IncludeEmbeddings, QueryText, TopK, check_top_k
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +41,11 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def _retrieve(self, query: str, top_k: int | None = None, include_embeddings: bool = False) -> QueryResponse:
         try:
+            # Checked here too: an MCP tool call reaches run_api without the request model's validation.
+            check_top_k(top_k)
             result = run_query(self.pipeline, query)
         except (ValueError, TypeError) as err:
-            # run_query rejects empty and non-string queries: a client error, not a server fault.
+            # validation.py's rules (empty, control characters, too long, not a string, top_k): a client error.
             raise HTTPException(status_code=400, detail=str(err)) from err
         except NoChannelAnsweredError as err:
             # Every channel failed (store locked, missing, unreachable): an error, never "no match".
@@ -50,21 +54,27 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def run_api(
         self,
-        query: Annotated[str, Field(max_length=4000)],
-        top_k: Annotated[int | None, Field(ge=1, le=200)] = None,
-        include_embeddings: bool = False,
+        query: QueryText,
+        top_k: TopK = None,
+        include_embeddings: IncludeEmbeddings = False,
+        headers: Headers | None = None,
     ) -> QueryResponse:
         """Retrieve passages for a question, with the intent, confidence, channel weights, provenance and timings.
 
         :param query: the question or keywords.
         :param top_k: return at most this many documents (default: as many as the router's strategy selects).
         :param include_embeddings: also return the query's vector and each document's (the dense one, as retrieved).
+        :param headers: the request's headers (Hayhooks passes them): a write from a foreign web page is refused.
         :returns: documents and diagnostics.
         """
+        guard_request(headers)
         return self._retrieve(query, top_k, include_embeddings)
 
-    def run_chat_completion(self, model: str, messages: list[dict], body: dict[str, Any]) -> str:
+    def run_chat_completion(
+        self, model: str, messages: list[dict], body: dict[str, Any], headers: Headers | None = None
+    ) -> str:
         """OpenAI-compatible chat: the answer is the retrieved context for the last user message."""
+        guard_request(headers)
         try:
             query = last_user_text(messages)
         except ValueError as err:

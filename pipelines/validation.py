@@ -1,0 +1,145 @@
+"""What a query request may hold, checked the same way by every entry point: REST and MCP (the query wrapper and
+the served app), the OpenAI-compatible chat, the CLI and Python's ``run_query`` / ``QueryResponse.from_result``.
+
+One limit per value (:data:`MAX_QUERY_CHARS`, :data:`MAX_TOP_K`, :data:`MAX_SOURCE_CHARS`), one check per value
+(:func:`check_query`, :func:`check_top_k`, :func:`check_source_name`, :func:`check_fields`, :func:`check_port`). A bad
+value raises ``TypeError`` (wrong type: a boolean or ``NaN`` for a count, a number for the query) or ``ValueError``
+(right type, wrong value) with a message that names the value and the rule; the transports turn them into a 4xx, an
+MCP error or ``error: ...`` and exit 1. :data:`QueryText` and :data:`TopK` carry the same rules as request-model
+annotations (strict: ``true`` and ``"5"`` are not counts).
+
+Usage::
+
+    from adaptive_retrieval.pipelines.validation import check_query, check_top_k
+
+    check_query("What is MMR?")        # the query, unchanged
+    check_top_k(float("nan"))          # TypeError: top_k must be a whole number from 1 to 200, got nan
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
+
+from pydantic import Field
+
+# The one query-length limit: the query-side components' defaults use it too.
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
+
+__all__ = ["MAX_QUERY_CHARS", "MAX_SOURCE_CHARS", "MAX_TOP_K", "IncludeEmbeddings", "QueryText", "TopK"]
+#: Most documents a query may ask for (``top_k``).
+MAX_TOP_K = 200
+#: Longest source name ``DELETE /sources`` and ``adaptive-retrieval delete`` accept (the usual PATH_MAX).
+MAX_SOURCE_CHARS = 4096
+#: The query text as a request field (the wrapper's ``run_api`` annotation; REST and MCP schemas follow it).
+QueryText = Annotated[str, Field(strict=True, max_length=MAX_QUERY_CHARS, description="The question or keywords")]
+#: ``top_k`` as a request field: a whole number from 1 to :data:`MAX_TOP_K`, or absent.
+TopK = Annotated[
+    int | None,
+    Field(strict=True, ge=1, le=MAX_TOP_K, description="Return at most this many documents (default: the strategy's)"),
+]
+#: ``include_embeddings`` as a request field: a JSON boolean (answers carry no vectors unless it is true).
+IncludeEmbeddings = Annotated[
+    bool, Field(strict=True, description="Also return the query's vector and each document's (default: false)")
+]
+
+
+def _is_text(char: str) -> bool:
+    # Letters, marks, digits, punctuation and symbols; not separators (Z*) nor control, format, surrogate,
+    # private-use or unassigned code points (C*).
+    return unicodedata.category(char)[0] not in "CZ"
+
+
+def check_query(query: Any) -> str:
+    """``query`` when it is a usable query text.
+
+    :raises TypeError: when it is not a string.
+    :raises ValueError: when it is longer than :data:`MAX_QUERY_CHARS`, not valid Unicode (a lone surrogate), or
+        holds nothing but whitespace and control or format characters.
+    """
+    if not isinstance(query, str):
+        msg = f"The query must be a string, got {type(query).__name__}"
+        raise TypeError(msg)
+    if len(query) > MAX_QUERY_CHARS:
+        msg = f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
+        raise ValueError(msg)
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as err:
+        msg = f"The query is not valid Unicode text ({err.reason} at character {err.start})"
+        raise ValueError(msg) from err
+    if not any(_is_text(char) for char in query):
+        msg = (
+            "The query is empty: it holds no letter, digit or symbol, only whitespace or control characters; "
+            "pass a question or keywords"
+        )
+        raise ValueError(msg)
+    return query
+
+
+def check_top_k(top_k: Any, name: str = "top_k") -> int | None:
+    """``top_k`` when it is ``None`` or a whole number from 1 to :data:`MAX_TOP_K`.
+
+    :raises TypeError: for a boolean, a float (``5.0``, ``NaN``, ``inf``), a string or anything else not an ``int``.
+    :raises ValueError: for a whole number out of range.
+    """
+    if top_k is None:
+        return None
+    if isinstance(top_k, bool) or not isinstance(top_k, int):
+        msg = f"{name} must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r} ({type(top_k).__name__})"
+        raise TypeError(msg)
+    if not 1 <= top_k <= MAX_TOP_K:
+        msg = f"{name} must be from 1 to {MAX_TOP_K}, got {top_k}"
+        raise ValueError(msg)
+    return top_k
+
+
+def check_source_name(name: Any) -> str:
+    """``name`` when it can name a source (an upload's file name or an indexed file's path).
+
+    :raises TypeError: when it is not a string.
+    :raises ValueError: when it is empty, holds a NUL character or is longer than :data:`MAX_SOURCE_CHARS`.
+    """
+    if not isinstance(name, str):
+        msg = f"A source name must be a string, got {type(name).__name__}"
+        raise TypeError(msg)
+    if not name.strip():
+        msg = "The source name is empty: pass an upload's file name (notes.md) or an indexed file's path"
+        raise ValueError(msg)
+    if "\x00" in name:
+        msg = "The source name holds a NUL character"
+        raise ValueError(msg)
+    if len(name) > MAX_SOURCE_CHARS:
+        msg = f"The source name has {len(name)} characters; the limit is {MAX_SOURCE_CHARS}"
+        raise ValueError(msg)
+    return name
+
+
+def check_fields(body: Mapping[str, Any], accepted: Iterable[str]) -> None:
+    """Refuse fields a request model does not declare (a misspelt ``top-k`` or an unsupported ``filters`` would
+    otherwise be dropped without a word).
+
+    :raises ValueError: naming the unknown fields and the accepted ones.
+    """
+    accepted = sorted(accepted)
+    if unknown := sorted(str(key) for key in body if key not in accepted):
+        msg = f"Unknown field(s) {unknown}: this endpoint accepts {accepted}"
+        raise ValueError(msg)
+
+
+def check_port(value: Any) -> int:
+    """A TCP port to listen on, from 1 to 65535 (``0`` would listen on a port nobody is told).
+
+    :raises TypeError: when it is not a whole number (or its text).
+    :raises ValueError: when it is out of range.
+    """
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"the port must be a whole number from 1 to 65535, got {value!r}"
+        raise TypeError(msg)
+    if not 1 <= value <= 65535:
+        msg = f"the port must be from 1 to 65535, got {value}"
+        raise ValueError(msg)
+    return value
