@@ -21,9 +21,11 @@ __version__ = "0.1.0"
 # Offline-first: Haystack's usage telemetry would try to reach the network on every pipeline run; a user who wants
 # it sets HAYSTACK_TELEMETRY_ENABLED=True before importing.
 if "haystack" in sys.modules and "HAYSTACK_TELEMETRY_ENABLED" not in os.environ:
-    # Too late to turn it off here (e.g. plain `hayhooks run` imported Haystack first): say how.
-    logging.getLogger(__name__).warning(
-        "Haystack was imported before this package with its usage telemetry on: set HAYSTACK_TELEMETRY_ENABLED=False"
+    # Too late to change Haystack's own default here (a program that imports Haystack first, plain `hayhooks run`):
+    # that is Haystack's setting, not this package's, so say how at INFO rather than warn on every import.
+    logging.getLogger(__name__).info(
+        "Haystack was imported before this package with its usage telemetry on: set HAYSTACK_TELEMETRY_ENABLED=False "
+        "to turn it off"
     )
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
