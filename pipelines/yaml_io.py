@@ -138,11 +138,41 @@ def resolve_yaml(name_or_path: str | Path) -> Path:
 #: Most ``*alias`` references a pipeline YAML may hold. The files this package writes hold none; nested
 #: anchors ("billion laughs") expand exponentially in any code that walks the loaded data.
 MAX_YAML_ALIASES = 64
+#: Most nodes a pipeline YAML may expand to, an alias counting the size of what it refers to (the shipped
+#: query.yaml has about 1,300): three aliases per level pass an alias count, not this.
+MAX_YAML_NODES = 100_000
+#: Deepest nesting of collections (the shipped files nest 7 deep); PyYAML composes recursively, so a file nested
+#: 20,000 deep would end in a RecursionError.
+MAX_YAML_DEPTH = 100
 
 
 def _refuse_alias_bombs(text: str) -> None:
-    """Refuse YAML with more than :data:`MAX_YAML_ALIASES` aliases, from the event stream (nothing is built)."""
-    aliases = 0
+    """Refuse YAML over :data:`MAX_YAML_ALIASES` aliases, :data:`MAX_YAML_NODES` expanded nodes or
+    :data:`MAX_YAML_DEPTH` levels, from PyYAML's event stream (``yaml.parse`` is iterative and builds nothing):
+    the work is linear in the text and stops at the first limit crossed."""
+    aliases = nodes = 0
+    # One frame per open collection: [anchor, expanded nodes (itself included), height of its highest child].
+    frames: list[list[Any]] = []
+    anchored: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, height in collection levels)
+
+    def count(size: int, height: int) -> None:
+        nonlocal nodes
+        nodes += size
+        if nodes > MAX_YAML_NODES:
+            msg = (
+                f"Pipeline YAML expands to more than {MAX_YAML_NODES} nodes (aliases count what they refer to): "
+                "refused, as nested anchors expand exponentially; write the values out instead"
+            )
+            raise PipelineLoadError(msg)
+        if len(frames) + height > MAX_YAML_DEPTH:
+            msg = f"Pipeline YAML nests deeper than {MAX_YAML_DEPTH} levels: refused (pipelines nest a few levels)"
+            raise PipelineLoadError(msg)
+
+    def close(size: int, height: int) -> None:
+        if frames:
+            frames[-1][1] += size
+            frames[-1][2] = max(frames[-1][2], height)
+
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
@@ -152,6 +182,22 @@ def _refuse_alias_bombs(text: str) -> None:
                     "anchors expand exponentially; write the values out instead"
                 )
                 raise PipelineLoadError(msg)
+            size, height = anchored.get(str(event.anchor), (1, 0))  # an unknown anchor: the composer reports it
+            count(size, height)
+            close(size, height)
+        elif isinstance(event, yaml.ScalarEvent):
+            count(1, 0)
+            close(1, 0)
+            if event.anchor is not None:
+                anchored[str(event.anchor)] = (1, 0)
+        elif isinstance(event, yaml.CollectionStartEvent):
+            count(1, 1)
+            frames.append([event.anchor, 1, 0])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, size, child_height = frames.pop()
+            if anchor is not None:
+                anchored[str(anchor)] = (size, child_height + 1)
+            close(size, child_height + 1)
 
 
 def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
@@ -168,7 +214,7 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
         _refuse_alias_bombs(text)
         # Haystack's marshaller: safe loading plus the tuple tag its own dumps emit.
         data = YamlMarshaller().unmarshal(text)
-    except (yaml.YAMLError, TypeError) as err:
+    except (yaml.YAMLError, TypeError, RecursionError) as err:
         # TypeError: Haystack's marshaller refusing a tag it has no safe constructor for (``!!python/...``).
         msg = f"Malformed pipeline YAML: {err}"
         raise PipelineLoadError(msg) from err

@@ -1,0 +1,91 @@
+"""The pipeline YAML loader bounds what a file can cost before anything is composed: aliases, the expanded node
+count (an alias counts the size of what it refers to) and the nesting depth, each refused within a second with a
+:class:`PipelineLoadError` naming the limit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from adaptive_retrieval.pipelines.yaml_io import (
+    MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
+    YAML_DIR,
+    PipelineLoadError,
+    _refuse_alias_bombs,
+    loads_pipeline,
+)
+
+
+def alias_ladder(levels: int, per_level: int = 3) -> str:
+    """``per_level`` aliases of the previous level's anchor on each level: ``per_level ** levels`` nodes expanded
+    from ``levels * per_level`` aliases (37 aliases over 12 levels took 45 s to load before the node bound)."""
+    lines = ["l0: &l0 [x, x, x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * per_level) + "]")
+    lines.append(f"components: *l{levels}")
+    return "\n".join(lines) + "\n"
+
+
+def mapping_ladder(levels: int, per_level: int = 3) -> str:
+    """The same as mappings, so that loading walks the expansion (33 aliases took 59 s before the node bound)."""
+    lines = ["l0: &l0 {a: x, b: x, c: x}"]
+    for i in range(1, levels + 1):
+        lines.append(f"l{i}: &l{i} {{" + ", ".join(f"k{j}: *l{i - 1}" for j in range(per_level)) + "}")
+    lines.append(f"components: *l{levels}")
+    return "\n".join(lines) + "\n"
+
+
+def nested(levels: int, flow: bool = True) -> str:
+    if flow:
+        return "components: " + "[" * levels + "]" * levels + "\n"
+    return "components:\n  " + "- " * levels + "x\n"  # compact block sequences: one line, one level per "- "
+
+
+def _refused_within(text: str, seconds: float = 1.0) -> str:
+    start = time.monotonic()
+    with pytest.raises(PipelineLoadError) as raised:
+        loads_pipeline(text)
+    elapsed = time.monotonic() - start
+    assert elapsed < seconds, f"took {elapsed:.2f} s"
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(("levels", "per_level"), [(12, 3), (20, 3), (30, 2), (9, 7)])
+def test_alias_ladders_are_refused_by_their_expanded_size(levels: int, per_level: int) -> None:
+    message = _refused_within(alias_ladder(levels, per_level))
+    assert f"more than {MAX_YAML_NODES} nodes" in message
+    assert "aliases" in message
+
+
+@pytest.mark.parametrize("levels", [11, 12, 20])
+def test_mapping_ladders_are_refused_before_any_store_override_walks_them(levels: int, tmp_path: Path) -> None:
+    start = time.monotonic()
+    with pytest.raises(PipelineLoadError, match=f"more than {MAX_YAML_NODES} nodes"):
+        loads_pipeline(mapping_ladder(levels), path=str(tmp_path / "qdrant"))
+    assert time.monotonic() - start < 1
+
+
+@pytest.mark.parametrize("flow", [True, False], ids=["flow", "block"])
+def test_deep_nesting_is_refused_not_a_recursion_error(flow: bool) -> None:
+    # PyYAML's scanner looks up to 1,024 characters ahead for a flow key, over every open level: ~0.4 s on a
+    # quiet machine for the flow case, whatever the depth (it stops at the limit); the bound leaves room for load.
+    message = _refused_within(nested(20_000, flow=flow), seconds=2.0)
+    assert f"deeper than {MAX_YAML_DEPTH} levels" in message
+
+
+def test_an_alias_to_a_deep_anchor_counts_its_depth() -> None:
+    deep = "a: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 50 + "*a" + "]" * 50 + "\n"
+    with pytest.raises(PipelineLoadError, match="deeper than"):
+        _refuse_alias_bombs(deep)
+
+
+def test_small_aliases_and_moderate_nesting_pass_the_guard() -> None:
+    _refuse_alias_bombs(alias_ladder(3) + nested(MAX_YAML_DEPTH - 1).replace("components", "other"))
+
+
+@pytest.mark.parametrize("name", ["query", "indexing"])
+def test_the_shipped_pipelines_are_well_inside_the_bounds(name: str) -> None:
+    _refuse_alias_bombs((YAML_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
