@@ -130,7 +130,11 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     for failure in counts.get("failed", []):
         print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
     if counts.get("failed"):
-        print(f"error: {len(counts['failed'])} file(s) yielded no text and were not indexed", file=sys.stderr)
+        kinds: dict[str, int] = {}
+        for failure in counts["failed"]:
+            kinds[failure.get("kind", "failed")] = kinds.get(failure.get("kind", "failed"), 0) + 1
+        summary = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+        print(f"error: {len(counts['failed'])} file(s) not indexed ({summary})", file=sys.stderr)
         return EXIT_ERROR
     return 0
 

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
 from adaptive_retrieval.components.indexing.manifest import (
     STATE_COMPLETE,
     STATE_FAILED,
-    STATE_INDEXING,
     complete_record,
+    kept_record,
     looks_complete,
     manifest_document,
     missing_nodes,
+    pending_record,
+    previous_version,
     produced_nodes,
     read_manifests,
     reconcile,
@@ -37,11 +40,13 @@ from adaptive_retrieval.components.indexing.manifest import (
 from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
 from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
 from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
+from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard
 from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.pipelines.file_checks import content_problem, unreadable
 from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
@@ -60,6 +65,11 @@ EMBED_BATCH = 8
 #: community check): the entity extractor's phrase statistics are per batch, so small files keep the batches they
 #: had (16 files of the demo corpus are ~100 KB).
 BATCH_BYTES = 256 * 1024
+
+#: The ``kind`` of a failure in ``index_paths``' ``failed`` list.
+UNREADABLE, REFUSED, NO_TEXT = "unreadable", "refused", "yielded no text"
+#: The indexing pipeline's component that refuses sources by what splitting produced (see SourceLimitGuard).
+GUARD = "source_limits"
 
 
 def build_indexing_pipeline(
@@ -108,6 +118,9 @@ def build_indexing_pipeline(
         ),
     )
     p.add_component("splitter", SectionSplitter(chunk_words=chunk_words))
+    # Counts what splitting produced per source (chunks, sections, heading depth) and drops a source over a limit
+    # before anything is embedded: an estimate from the bytes cannot bound a file's cost.
+    p.add_component(GUARD, SourceLimitGuard())
     p.add_component(
         "sparse_embedder",
         Bm25DocumentEmbedder(meta_fields_to_embed=["title", "section_path"], progress_bar=progress_bar),
@@ -135,7 +148,8 @@ def build_indexing_pipeline(
         p.connect(f"{converter}.documents", "joiner.documents")
     p.connect("joiner.documents", "cleaner.documents")
     p.connect("cleaner.documents", "splitter.documents")
-    p.connect("splitter.documents", "sparse_embedder.documents")
+    p.connect("splitter.documents", f"{GUARD}.documents")
+    p.connect(f"{GUARD}.documents", "sparse_embedder.documents")
     p.connect("sparse_embedder.documents", "dense_embedder.documents")
     # The tree comes after the dense embedder: centroids, central chunks and segment cuts reuse the chunk vectors,
     # and chunks and summary nodes reach the writer in one batch, so replacing a document by doc_id also replaces
@@ -143,7 +157,7 @@ def build_indexing_pipeline(
     p.connect("dense_embedder.documents", "section_tree.documents")
     p.connect("section_tree.documents", "writer.documents")
     # The graph branch reads the chunks before embedding: Haystack copies inputs, and vectors are not needed.
-    p.connect("splitter.documents", "entity_extractor.documents")
+    p.connect(f"{GUARD}.documents", "entity_extractor.documents")
     p.connect("entity_extractor.entities", "graph_writer.entities")
     p.connect("graph_writer.chunks_changed", "community_detector.chunks_changed")
     return p
@@ -163,8 +177,9 @@ def collect_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def file_hash(path: Path) -> str:
-    """SHA-256 of the file's bytes (a changed file is re-indexed, an unchanged one skipped)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 of the file's bytes, read in blocks (a changed file is re-indexed, an unchanged one skipped)."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def store_of(pipeline: Pipeline) -> Any:
@@ -183,18 +198,10 @@ def extraction_problem(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as err:
-        return f"cannot read the file: {err.strerror or err}"
-    if not data.strip():
-        return "the file is empty"
-    if path.suffix.lower() == ".pdf":
-        if not data.startswith(b"%PDF"):
-            return "not a PDF (no %PDF header)"
+        return unreadable(path, err)
+    if path.suffix.lower() == ".pdf" and data.startswith(b"%PDF"):
         return "no text could be extracted from the PDF (broken, encrypted or scanned images only)"
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return f"not UTF-8 text ({err.reason} at byte {err.start})"
-    return "no text left after extraction and cleaning"
+    return content_problem(path.name, data) or "no text left after extraction and cleaning"
 
 
 def _unfinished_files(unfinished: list[str], seen: set[str]) -> list[Path]:
@@ -226,6 +233,86 @@ def file_batches(files: list[Path], batch_files: int, batch_bytes: int = BATCH_B
     return batches
 
 
+@dataclass
+class _Run:
+    """What one ``index_paths`` call did, and what it needs across batches."""
+
+    store: Any
+    graph_store: GraphStore | None
+    records: dict[str, dict[str, Any]]
+    hashes: dict[str, str] = field(default_factory=dict)
+    written: int = 0
+    deleted: int = 0
+    completed: set[str] = field(default_factory=set)
+    failed: list[dict[str, str]] = field(default_factory=list)
+
+    def hash_files(self, files: list[Path]) -> None:
+        """Hash every file; one that cannot be read is a failure of its own, and the others go on."""
+        for path in files:
+            try:
+                self.hashes[str(path)] = file_hash(path)
+            except OSError as err:
+                self.fail(str(path), unreadable(path, err), UNREADABLE)
+
+    def fail(self, source: str, reason: str, kind: str) -> None:
+        self.failed.append({"source": source, "reason": reason, "kind": kind})
+        logger.info("Not indexed: %s: %s", source, reason)
+
+    def refuse(self, problems: dict[str, tuple[str, str]]) -> None:
+        """Record the sources that cannot be indexed now (``{source: (reason, kind)}``) without losing data: the
+        version indexed before stays, nodes and record, when it is still whole; otherwise whatever a run left of
+        the source is removed and its record says ``failed``."""
+        if not problems:
+            return
+        previous = {s: p for s in problems if (p := previous_version(self.records.get(s), self.hashes[s]))}
+        whole = looks_complete(self.store, previous, self.graph_store)
+        kept = {s: p for s, p in previous.items() if whole.get(s)}
+        dropped = [s for s in problems if s not in kept]
+        remove_sources(self.store, self.graph_store, dropped)
+        write_manifests(
+            self.store,
+            [kept_record(s, p, problems[s][0], self.hashes[s]) for s, p in kept.items()]
+            + [manifest_document(s, self.hashes[s], STATE_FAILED, reason=problems[s][0]) for s in dropped],
+        )
+        for source, (reason, kind) in problems.items():
+            self.fail(source, reason + ("; the version indexed before is kept" if source in kept else ""), kind)
+
+    def index_batch(self, pipeline: Pipeline, batch: list[Path], keep: set[str]) -> None:
+        """Run the pipeline on one batch in the manifest protocol's order (see :func:`index_paths`)."""
+        write_manifests(
+            self.store, [pending_record(str(f), self.hashes[str(f)], self.records.get(str(f))) for f in batch]
+        )
+        fault_point("index.after_pending")
+        result = pipeline.run(
+            {"file_router": {"sources": batch, "meta": [{"source_hash": self.hashes[str(f)]} for f in batch]}},
+            include_outputs_from=keep,
+        )
+        fault_point("index.after_pipeline")
+        self.written += result["writer"]["documents_written"]
+        self.deleted += result["writer"]["documents_deleted"]
+        documents = next((result[n]["documents"] for n in ("section_tree", GUARD, "splitter") if n in result), [])
+        produced = produced_nodes(documents, result.get("entity_extractor", {}).get("entities", []))
+        problems = {r["source"]: (r["reason"], REFUSED) for r in result.get(GUARD, {}).get("refused", [])}
+        for path in batch:
+            if str(path) not in problems and not (str(path) in produced and produced[str(path)].chunk_ids):
+                problems[str(path)] = (extraction_problem(path), NO_TEXT)
+        self.refuse(problems)
+        done = {s: n for s, n in produced.items() if s in self.hashes and n.chunk_ids and s not in problems}
+        missing = missing_nodes(self.store, self.graph_store, done)
+        if missing:
+            msg = "Indexing did not store every node: " + "; ".join(f"{s}: {p}" for s, p in missing.items())
+            raise RuntimeError(msg)
+        fault_point("index.before_complete")
+        write_manifests(self.store, [complete_record(s, self.hashes[s], n) for s, n in done.items()])
+        self.completed.update(done)
+
+
+def _up_to_date(record: dict[str, Any] | None, source_hash: str, intact: bool) -> bool:
+    return (
+        bool(record) and record.get("state") == STATE_COMPLETE and record.get("source_hash") == source_hash and intact
+    )
+
+
 def index_paths(
     pipeline: Pipeline,
     paths: Iterable[str | Path],
@@ -242,104 +329,78 @@ def index_paths(
     written ``indexing`` before its first node and ``complete`` only after every chunk, summary and graph record was
     verified in both stores. Before indexing, the stores are reconciled and sources a crash left unfinished are
     redone (also when not among ``paths``). Sources whose record is ``complete`` with the same SHA-256 are
-    skipped unless ``force``; changed files replace their chunks. A file that yields no text is reported in
-    ``failed`` with the reason (and what it held before is removed).
+    skipped unless ``force``; changed files replace their chunks.
+
+    A file that cannot be indexed is reported in ``failed`` (``source``, ``reason``, ``kind``) and the others go on:
+    ``unreadable`` (permissions, I/O), ``refused`` (binary or not UTF-8, empty, over a size limit before any work,
+    or over a limit on what splitting produced, before anything is embedded) or ``yielded no text``. Bad input
+    never loses indexed data: the version indexed before, if any, is kept (``stats`` shows it as ``kept``).
 
     :param paths: a list of files or folders (a single string is refused: iterating it would walk its letters).
     :param batch_files: at most this many files per pipeline run.
     :param progress: ``progress(done, total)`` in files, as each batch's files finish (the CLI draws a bar with it):
         a file of more than ``batch_bytes`` is a batch of its own, so large files are reported one by one.
     :param check: called with each batch before it runs; raise to stop (time budget, client gone).
-    :param limits: per-file size limits (default :meth:`Limits.from_env`); a file over one is reported in
-        ``failed`` with the limit and the variable that raises it, before any work is spent on it.
+    :param limits: per-file size limits checked from the bytes (default :meth:`Limits.from_env`), with the limit and
+        the variable that raises it in the reason.
     :param batch_bytes: at most this many bytes of files per pipeline run (see :func:`file_batches`).
     :returns: counts ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``, ``redone``
-        (unfinished sources redone) and ``failed`` (``[{"source", "reason"}]``).
+        (unfinished sources redone) and ``failed`` (``[{"source", "reason", "kind"}]``).
     :raises TypeError: when ``paths`` is a string or bytes rather than a list of them.
     """
     if isinstance(paths, (str, bytes, os.PathLike)):
         msg = f"paths must be a list of files or folders, e.g. [{str(paths)!r}], not a single {type(paths).__name__}"
         raise TypeError(msg)
     files = collect_files(paths)
-    store = store_of(pipeline)
-    graph_store = graph_store_of(pipeline)
+    store, graph_store = store_of(pipeline), graph_store_of(pipeline)
     state = reconcile(store, graph_store)
-    redo = _unfinished_files(state.unfinished, {str(f) for f in files})
-    files = sorted(files + redo)
-    hashes = {str(f): file_hash(f) for f in files}
-    records = {s: r for s, r in state.records.items() if s in hashes}
-    intact = looks_complete(store, records)
+    files = sorted(files + _unfinished_files(state.unfinished, {str(f) for f in files}))
+    run = _Run(store, graph_store, records={})
+    run.hash_files(files)
+    run.records = {s: r for s, r in state.records.items() if s in run.hashes}
+    intact = looks_complete(store, run.records, graph_store)
     todo = [
         f
         for f in files
-        if force
-        or records.get(str(f), {}).get("state") != STATE_COMPLETE
-        or records[str(f)].get("source_hash") != hashes[str(f)]
-        or not intact.get(str(f), False)
+        if str(f) in run.hashes
+        and (force or not _up_to_date(run.records.get(str(f)), run.hashes[str(f)], intact.get(str(f), False)))
     ]
+    # A file back to the content indexed before its refused change: its record drops the refusal.
+    back = [s for s, r in run.records.items() if r.get("refused") and s not in {str(f) for f in todo}]
+    write_manifests(store, [kept_record(s, run.records[s], None, None) for s in back])
     names = {name for name, _ in pipeline.walk()}
-    keep = {n for n in ("section_tree", "splitter", "entity_extractor") if n in names}
-    written = deleted = 0
-    failed: list[dict[str, str]] = []
     limits = limits or Limits.from_env()
     chunk_words = int(getattr(pipeline.get_component("splitter"), "chunk_words", 180)) if "splitter" in names else 180
-    refused = {str(f): problem for f in todo if (problem := limits.file_problem(f, chunk_words))}
-    if refused:
-        # Refused before any work; what such a file held before is stale (its content changed), so it goes.
-        remove_sources(store, graph_store, list(refused))
-        write_manifests(store, [manifest_document(s, hashes[s], STATE_FAILED, reason=r) for s, r in refused.items()])
-        failed.extend({"source": s, "reason": r} for s, r in refused.items())
-        for reason in refused.values():
-            logger.warning("Not indexed: %s", reason)
-        todo_run = [f for f in todo if str(f) not in refused]
-    else:
-        todo_run = todo
+    problems: dict[str, tuple[str, str]] = {}
+    for path in todo:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            problems[str(path)] = (unreadable(path, err), UNREADABLE)
+            continue
+        if problem := content_problem(path.name, data) or limits.content_problem(path.name, data, chunk_words):
+            problems[str(path)] = (problem, REFUSED)
+    run.refuse(problems)
+    todo_run = [f for f in todo if str(f) not in problems]
+    keep = {n for n in ("section_tree", GUARD, "splitter", "entity_extractor") if n in names}
     finished = 0
     for batch in file_batches(todo_run, batch_files, batch_bytes):
         if check is not None:
             check(batch)
         logger.info("Indexing files %d-%d of %d", finished + 1, finished + len(batch), len(todo_run))
-        write_manifests(store, [manifest_document(str(f), hashes[str(f)], STATE_INDEXING) for f in batch])
-        fault_point("index.after_pending")
-        result = pipeline.run(
-            {"file_router": {"sources": batch, "meta": [{"source_hash": hashes[str(f)]} for f in batch]}},
-            include_outputs_from=keep,
-        )
-        fault_point("index.after_pipeline")
-        written += result["writer"]["documents_written"]
-        deleted += result["writer"]["documents_deleted"]
-        documents = result.get("section_tree", result.get("splitter", {})).get("documents", [])
-        produced = produced_nodes(documents, result.get("entity_extractor", {}).get("entities", []))
-        empty = [f for f in batch if not produced.get(str(f)) or not produced[str(f)].chunk_ids]
-        if empty:
-            # What a now-empty file held before is stale: remove it, then record the failure.
-            remove_sources(store, graph_store, [str(f) for f in empty])
-            reasons = {str(f): extraction_problem(f) for f in empty}
-            failed.extend({"source": s, "reason": r} for s, r in reasons.items())
-            write_manifests(
-                store, [manifest_document(s, hashes[s], STATE_FAILED, reason=r) for s, r in reasons.items()]
-            )
-            for source, reason in reasons.items():
-                logger.warning("No text indexed from %s: %s", source, reason)
-        done = {s: n for s, n in produced.items() if s in hashes and n.chunk_ids}
-        problems = missing_nodes(store, graph_store, done)
-        if problems:
-            msg = "Indexing did not store every node: " + "; ".join(f"{s}: {p}" for s, p in problems.items())
-            raise RuntimeError(msg)
-        fault_point("index.before_complete")
-        write_manifests(store, [complete_record(s, hashes[s], n) for s, n in done.items()])
+        run.index_batch(pipeline, batch, keep)
         finished += len(batch)
         if progress is not None:
             progress(finished, len(todo_run))
     optimize_store(store)
     return {
         "files": len(files),
-        "indexed": len(todo) - len(failed),
-        "skipped": len(files) - len(todo),
-        "chunks_written": written,
-        "chunks_deleted": deleted,
+        "indexed": len(run.completed),
+        "skipped": len(run.hashes) - len(todo),
+        "chunks_written": run.written,
+        "chunks_deleted": run.deleted,
         "redone": len(set(state.unfinished) & {str(f) for f in todo}),
-        "failed": failed,
+        "failed": run.failed,
     }
 
 

@@ -1,8 +1,12 @@
 """Size limits on what one file (and one upload request) may ask the indexer to do, checked before any work.
 
 Each limit has an environment variable that raises it; the error names both, so a user who hits one knows
-what to change. Checks read only the file's bytes (and a PDF's page count): a file over a limit costs no
-conversion, embedding or write.
+what to change. Checks here read only the file's bytes (and a PDF's page count): a file over a limit costs no
+conversion, embedding or write. The chunk count here is an early estimate from the words (a lower bound); what
+bounds a file's cost is what splitting it produced, counted by
+:class:`~adaptive_retrieval.components.indexing.source_limits.SourceLimitGuard` in the indexing pipeline before
+anything is embedded: chunks, sections (``$ADAPTIVE_MAX_FILE_SECTIONS``, 1,500) and heading depth
+(``$ADAPTIVE_MAX_SECTION_DEPTH``, 12).
 
 ========================  ===============================  =========
 limit                     environment variable             default
@@ -11,7 +15,7 @@ bytes per file            ``ADAPTIVE_MAX_UPLOAD_MB``       50 MB
 bytes per request         ``ADAPTIVE_MAX_REQUEST_MB``      100 MB
 files per request         ``ADAPTIVE_MAX_REQUEST_FILES``   100
 characters per file       ``ADAPTIVE_MAX_FILE_CHARS``      2,000,000
-chunks per file           ``ADAPTIVE_MAX_FILE_CHUNKS``     3,000
+chunks per file           ``ADAPTIVE_MAX_FILE_CHUNKS``     3,000 (estimated here, counted after splitting)
 PDF pages per file        ``ADAPTIVE_MAX_PDF_PAGES``       300
 ========================  ===============================  =========
 
@@ -25,30 +29,16 @@ Usage::
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from adaptive_retrieval.components.indexing.source_limits import CHUNKS_ENV, DEFAULT_CHUNKS, env_number
 
 MB = 1024 * 1024
 
 
 class LimitExceededError(ValueError):
     """A file or request is over a size limit; the message names the limit and the variable that raises it."""
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as err:
-        msg = f"${name} must be a number, got {raw!r}"
-        raise ValueError(msg) from err
-    if value <= 0:
-        msg = f"${name} must be positive, got {raw!r}"
-        raise ValueError(msg)
-    return value
 
 
 @dataclass(frozen=True)
@@ -59,19 +49,19 @@ class Limits:
     request_bytes: int = 100 * MB
     request_files: int = 100
     file_chars: int = 2_000_000
-    file_chunks: int = 3_000
+    file_chunks: int = DEFAULT_CHUNKS
     pdf_pages: int = 300
 
     @classmethod
     def from_env(cls) -> Limits:
         """The limits from the environment (read at each call, so a test or a restart can change them)."""
         return cls(
-            file_bytes=int(_env_number("ADAPTIVE_MAX_UPLOAD_MB", 50) * MB),
-            request_bytes=int(_env_number("ADAPTIVE_MAX_REQUEST_MB", 100) * MB),
-            request_files=int(_env_number("ADAPTIVE_MAX_REQUEST_FILES", 100)),
-            file_chars=int(_env_number("ADAPTIVE_MAX_FILE_CHARS", 2_000_000)),
-            file_chunks=int(_env_number("ADAPTIVE_MAX_FILE_CHUNKS", 3_000)),
-            pdf_pages=int(_env_number("ADAPTIVE_MAX_PDF_PAGES", 300)),
+            file_bytes=int(env_number("ADAPTIVE_MAX_UPLOAD_MB", 50) * MB),
+            request_bytes=int(env_number("ADAPTIVE_MAX_REQUEST_MB", 100) * MB),
+            request_files=int(env_number("ADAPTIVE_MAX_REQUEST_FILES", 100)),
+            file_chars=int(env_number("ADAPTIVE_MAX_FILE_CHARS", 2_000_000)),
+            file_chunks=int(env_number(CHUNKS_ENV, DEFAULT_CHUNKS)),
+            pdf_pages=int(env_number("ADAPTIVE_MAX_PDF_PAGES", 300)),
         )
 
     def request_problem(self, sizes: list[int]) -> str | None:

@@ -241,25 +241,18 @@ def safe_filename(filename: str | None) -> str:
 def check_upload(filename: str | None, content: bytes) -> str:
     """Check one uploaded file without writing it; returns the name it will be stored under.
 
-    :raises UploadRejectedError: for an unsupported type, an empty or oversized file, or text that is not UTF-8.
+    :raises UploadRejectedError: for an unsupported type, an oversized file, or content that cannot be indexed
+        (empty, binary, not UTF-8, not a PDF: :func:`~adaptive_retrieval.pipelines.file_checks.content_problem`,
+        the check ``index_paths`` makes too).
     """
+    from adaptive_retrieval.pipelines.file_checks import content_problem
+
     name = safe_filename(filename)
-    if not content:
-        msg = f"The uploaded file '{name}' is empty"
-        raise UploadRejectedError(msg)
     if len(content) > MAX_UPLOAD_BYTES:
         msg = f"The uploaded file '{name}' has {len(content)} bytes; the limit is {MAX_UPLOAD_BYTES}"
         raise UploadRejectedError(msg)
-    if Path(name).suffix.lower() == ".pdf":
-        if not content.startswith(b"%PDF"):
-            msg = f"The uploaded file '{name}' is not a PDF (no %PDF header)"
-            raise UploadRejectedError(msg)
-    else:
-        try:
-            content.decode("utf-8")
-        except UnicodeDecodeError as err:
-            msg = f"The uploaded file '{name}' is not UTF-8 text: {err}"
-            raise UploadRejectedError(msg) from err
+    if problem := content_problem(name, content):
+        raise UploadRejectedError(f"The uploaded file {problem}")
     return name
 
 
@@ -277,7 +270,7 @@ def write_upload(folder: Path, name: str, content: bytes) -> Path:
 def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
     """Check (:func:`check_upload`) and write (:func:`write_upload`) one uploaded file; returns its path.
 
-    :raises UploadRejectedError: for an unsupported type, an empty or oversized file, or text that is not UTF-8.
+    :raises UploadRejectedError: for an unsupported type, an oversized file, or content that cannot be indexed.
     """
     return write_upload(folder, check_upload(filename, content), content)
 

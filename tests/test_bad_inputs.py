@@ -256,8 +256,8 @@ CLI_CASES = [
     ("query: store is a file", ["query", "--store", "{folder}/empty.md", "lambda"], "empty.md"),
     ("index: missing path", ["index", "--store", "{tmp}/s1", "{folder}/missing"], "does not exist"),
     ("index: no supported file", ["index", "--store", "{tmp}/s2", "{folder}/notext"], "no supported file"),
-    ("index: empty file", ["index", "--store", "{tmp}/s3", "{folder}/empty.md"], "yielded no text"),
-    ("index: non-UTF-8", ["index", "--store", "{tmp}/s4", "{folder}/latin.txt"], "yielded no text"),
+    ("index: empty file", ["index", "--store", "{tmp}/s3", "{folder}/empty.md"], "'empty.md' is empty"),
+    ("index: non-UTF-8", ["index", "--store", "{tmp}/s4", "{folder}/latin.txt"], "not UTF-8 text"),
     ("index: broken PDF", ["index", "--store", "{tmp}/s5", "{folder}/broken.pdf"], "yielded no text"),
     ("stats: no index", ["stats", "--store", "{tmp}/nothing"], "no index at"),
 ]

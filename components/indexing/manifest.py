@@ -44,6 +44,8 @@ STATE_INDEXING = "indexing"
 STATE_COMPLETE = "complete"
 STATE_FAILED = "failed"
 STATE_DELETING = "deleting"
+#: Shown by ``index_stats`` (never stored): a complete record whose file's new content was refused.
+STATE_KEPT = "kept"
 #: Filter selecting the manifest records.
 MANIFEST_FILTER = {"field": "meta.level", "operator": "==", "value": MANIFEST_LEVEL}
 #: Count fields a record carries, in ``stats`` order.
@@ -154,11 +156,12 @@ def complete_record(source: str, source_hash: str, nodes: SourceNodes) -> Docume
     )
 
 
-def looks_complete(store: Any, records: dict[str, dict[str, Any]]) -> dict[str, bool]:
-    """Whether each ``complete`` record's first and last chunk and its summaries are stored (one id lookup).
+def looks_complete(store: Any, records: dict[str, dict[str, Any]], graph_store: Any = None) -> dict[str, bool]:
+    """Whether each ``complete`` record's first and last chunk and its summaries are stored (one id lookup) and,
+    given ``graph_store``, whether the graph holds as many chunks of its document as the record says (one count).
 
-    A cheap check against a record that outlived its nodes (a partial external delete); ``index_stats``
-    counts everything.
+    A cheap check against a record that outlived its nodes (a partial external delete, a lost segment, an
+    emptied graph file): such a source is indexed again. ``index_stats`` counts everything.
     """
     probes: dict[str, list[str]] = {}
     for source, record in records.items():
@@ -168,7 +171,56 @@ def looks_complete(store: Any, records: dict[str, dict[str, Any]]) -> dict[str, 
         probes[source] = [chunk_id(doc_id, 0), chunk_id(doc_id, chunks - 1), *record.get("summary_ids", [])]
     wanted = sorted({i for ids in probes.values() for i in ids})
     stored = {d.id for d in store.get_documents_by_id(wanted)} if wanted else set()
-    return {source: all(i in stored for i in ids) for source, ids in probes.items()}
+    intact = {source: all(i in stored for i in ids) for source, ids in probes.items()}
+    counts = getattr(graph_store, "document_chunk_counts", None)
+    if probes and callable(counts):
+        in_graph = counts()
+        for source in probes:
+            record = records[source]
+            expected = int(record.get("graph_chunks") or 0)
+            intact[source] = intact[source] and in_graph.get(str(record["source_doc_id"]), 0) == expected
+    return intact
+
+
+def previous_version(record: dict[str, Any] | None, source_hash: str) -> dict[str, Any] | None:
+    """The ``complete`` record whose nodes are still stored for a source about to be indexed again as
+    ``source_hash``: the record itself when complete, or the ``previous`` an ``indexing`` record carries when that
+    run (a crash left it) was indexing the same content, so it cannot have replaced any node. ``None`` otherwise."""
+    if not record:
+        return None
+    if record.get("state") == STATE_COMPLETE:
+        return {k: v for k, v in record.items() if k not in ("previous", "refused", "refused_hash")}
+    previous = record.get("previous")
+    if (
+        record.get("state") == STATE_INDEXING
+        and isinstance(previous, dict)
+        and record.get("source_hash") == source_hash
+    ):
+        return previous
+    return None
+
+
+def pending_record(source: str, source_hash: str, record: dict[str, Any] | None) -> Document:
+    """The ``indexing`` record written before a source's first node, carrying the complete record it replaces (see
+    :func:`previous_version`), so a refusal of the new content, even after a crash, keeps the version before."""
+    return manifest_document(source, source_hash, STATE_INDEXING, previous=previous_version(record, source_hash))
+
+
+def kept_record(source: str, previous: dict[str, Any], reason: str | None, refused_hash: str | None) -> Document:
+    """The ``complete`` record of the version indexed before, restored when the new content (``refused_hash``) was
+    refused for ``reason``: the stats show it as ``kept`` with the reason. With ``reason=None`` the plain record
+    (the file is back to the version indexed)."""
+    counts = {k: previous.get(k) for k in COUNT_FIELDS}
+    return manifest_document(
+        source,
+        str(previous.get("source_hash", "")),
+        STATE_COMPLETE,
+        doc_id=previous.get("source_doc_id"),
+        summary_ids=previous.get("summary_ids", []),
+        refused=reason,
+        refused_hash=refused_hash,
+        **counts,
+    )
 
 
 def source_nodes(store: Any, sources: list[str]) -> list[Document]:
@@ -316,6 +368,9 @@ def index_stats(store: Any, graph_store: Any = None) -> dict[str, Any]:
             state = "partial" if state == STATE_INDEXING else state
         if record.get("reason"):
             row["reason"] = record["reason"]
+        if state == STATE_COMPLETE and record.get("refused"):
+            state = STATE_KEPT
+            row["reason"] = f"the file changed and was refused ({record['refused']}); the version before is kept"
         row["state"] = state
         sources[source] = row
     recorded = {str(r.get("source_doc_id")) for r in records.values()}
