@@ -89,6 +89,9 @@ def _progress_callback(out: TextIO) -> tuple[Any, Any, Any]:
 
 def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     """Index files and folders (``.md``, ``.txt``, ``.html``, ``.pdf``, recursively)."""
+    from haystack.core.errors import PipelineRuntimeError
+    from haystack.document_stores.errors import DocumentStoreError
+
     from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, collect_files, index_paths, store_of
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
@@ -115,6 +118,12 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         counts = index_paths(
             pipeline, files, force=args.force, batch_files=args.batch_files, progress=progress, check=starting
         )
+    except PipelineRuntimeError as err:
+        # A store error inside a component (a full disk, a damaged index) says what to do: print it, on one line.
+        cause = err.__cause__
+        if isinstance(cause, (DocumentStoreError, ValueError, OSError)):
+            raise CliError(f"{cause} (in the indexing pipeline's '{err.component_name}')") from err
+        raise
     finally:
         if bar.total is None:  # nothing needed indexing: close the bar as complete, not as "0 files, unknown total"
             bar.total = 0
@@ -255,7 +264,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     """Show what an index holds per source (chunks, summaries, graph chunks, entities, hash, state) and totals;
-    exits 1 when a source is not complete."""
+    exits 1 when a source is not complete. ``--verify`` also checks every node, vector and graph record against
+    the manifest records and prints one line per problem with the command that repairs it."""
     from adaptive_retrieval.components.indexing.manifest import index_stats
     from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
@@ -264,14 +274,59 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     if path and not os.path.isdir(path):
         msg = f"No index at {path}: index files first with `adaptive-retrieval index --store {path} PATH`"
         raise CliError(msg)
-    store = make_store(create=False, **overrides)  # stats never create an index
-    stats = index_stats(store, make_graph_store(qdrant_path=getattr(store, "path", None)))
-    if args.json:
+    store = make_store(create=False, **overrides)  # stats never create an index, nor write to its graph
+    graph = make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
+    stats = index_stats(store, graph)
+    if args.json and not args.verify:
         print(json.dumps(stats, indent=2), file=out)
-    else:
+    elif not args.json:
         print_stats(stats, out)
     complete = all(row["state"] == "complete" for row in stats["sources"].values())
-    return 0 if complete and not stats["totals"]["orphan_graph_chunks"] else EXIT_ERROR
+    healthy = complete and not stats["totals"]["orphan_graph_chunks"]
+    problems = _verify(args, store, graph, stats, out) if args.verify else 0
+    return 0 if healthy and not problems else EXIT_ERROR
+
+
+#: Findings printed per source by ``stats --verify`` (a damaged vector page can touch every node).
+VERIFY_LINES_PER_SOURCE = 3
+
+
+def _verify(args: argparse.Namespace, store: Any, graph: Any, stats: dict[str, Any], out: TextIO) -> int:
+    """``stats --verify``: one line per problem with the command that repairs it; returns how many."""
+    import shlex
+
+    from adaptive_retrieval.components.indexing.verify import DELETE, INDEX, REINDEX, verify_index
+
+    problems = verify_index(store, graph)
+    where = " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in (("url", args.url), ("store", args.store)) if v)
+    where = f" {where}" if where else ""
+    fixes = {
+        REINDEX: "adaptive-retrieval index --force" + where + " {source}",
+        DELETE: "adaptive-retrieval delete" + where + " {source}",
+        INDEX: "adaptive-retrieval index" + where + " FILES... (any indexing run repairs it)",
+    }
+    rebuild = "index your files into a new folder: adaptive-retrieval index --store NEW_FOLDER FILES..."
+    shown: dict[str, int] = {}
+    lines = []
+    for p in problems:
+        shown[p.source] = shown.get(p.source, 0) + 1
+        if shown[p.source] > VERIFY_LINES_PER_SOURCE:
+            continue
+        fix = fixes.get(p.action, rebuild).format(source=shlex.quote(p.source))
+        lines.append(f"problem: {p.source or '(index)'}: {p.what}; fix: {fix}")
+    lines += [
+        f"problem: {s}: {n - VERIFY_LINES_PER_SOURCE} more finding(s) like these"
+        for s, n in shown.items()
+        if n > VERIFY_LINES_PER_SOURCE
+    ]
+    if args.json:
+        print(json.dumps({**stats, "problems": [p.__dict__ for p in problems]}, indent=2), file=out)
+    else:
+        for line in lines:
+            print(line, file=out)
+        sources = stats["totals"]["sources"]
+        print(f"verify: {sources} sources checked, {len(problems)} problem(s)", file=out)
+    return len(problems)
 
 
 def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
@@ -353,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", parents=[store], help="what an index holds, per source", description=cmd_stats.__doc__)
     p.add_argument("--json", action="store_true", help='print {"sources": {...}, "totals": {...}} as JSON')
+    p.add_argument("--verify", action="store_true", help="check every node, vector and graph record too")
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)

@@ -12,10 +12,19 @@ With ``--server`` trials also run the REST upload path: ``adaptive-retrieval ser
 uploaded to ``/indexing/run``, the server is SIGKILLed (at a fault point or a random moment), restarted, the
 files uploaded again, and the uploads' sources compared.
 
+With ``--damage`` each of :data:`DAMAGES` is done to a copy of the reference index (segments folder deleted, nodes
+deleted behind the manifests' back, flipped vector bytes, a damaged payload page, a zero-byte / garbage graph
+file, a dropped graph table); ``stats``, ``stats --verify`` and ``query`` must each exit 1 with a one-line
+``error:`` (or ``problem:`` lines) and no traceback, then the repair the message names must bring the index back
+to the reference. With ``--disk-full`` (root only: it mounts a tmpfs) the reference is indexed onto a 384 MB
+tmpfs that is then filled to its last megabyte: ``index``, ``stats`` and ``query`` must exit 1 with the free-space
+error instead of dying of SIGBUS (exit 135), and once space is freed the index must equal the reference.
+
 Usage::
 
     python scripts/fault_test.py --kills 20 --files 12            # prints one line per kill and a summary
     python scripts/fault_test.py --kills 6 --server --json out.json
+    python scripts/fault_test.py --kills 0 --damage --disk-full   # the damaged-index and full-disk cases only
 """
 
 from __future__ import annotations
@@ -288,6 +297,199 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
     return results
 
 
+# -- damaged index ----------------------------------------------------------------------------------------------
+
+
+def _segments(index: Path) -> list[Path]:
+    return sorted((index / "qdrant" / "adaptive" / "segments").iterdir())
+
+
+def _flip_vectors(index: Path) -> None:
+    """XOR the high byte (sign and exponent) of one float in ten of the stored dense vectors (the first MB of each
+    vector file, little-endian float32)."""
+    for path in sorted(index.glob("qdrant/adaptive/segments/*/vector_storage-text-dense/vectors/chunk_*.mmap")):
+        with path.open("r+b") as handle:
+            data = bytearray(handle.read(1 << 20))
+            for i in range(3, len(data), 40):
+                data[i] ^= 0xFF
+            handle.seek(0)
+            handle.write(data)
+
+
+def _damage_payload(index: Path) -> None:
+    for segment in _segments(index):
+        with (segment / "payload_storage" / "page_0.dat").open("r+b") as handle:
+            handle.write(random.Random(3).randbytes(8192))
+
+
+def _delete_nodes(index: Path) -> None:
+    """Delete three chunks straight in the store, as a lost segment would: the manifests still count them."""
+    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
+
+    store = EdgeDocumentStore(path=str(index / "qdrant"))
+    chunks = store.filter_documents({"field": "meta.level", "operator": "==", "value": 0})
+    store.delete_documents([d.id for d in chunks[:3]])
+    release_all_clients()
+
+
+def _graph(index: Path, data: bytes) -> None:
+    for extra in ("graph.sqlite-wal", "graph.sqlite-shm"):
+        (index / extra).unlink(missing_ok=True)
+    (index / "graph.sqlite").write_bytes(data)
+
+
+def _drop_graph_table(index: Path) -> None:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(index / "graph.sqlite")) as conn:
+        conn.execute("DROP TABLE mentions")
+        conn.commit()
+
+
+def _move_graph_away(index: Path) -> None:
+    (index / "graph.sqlite").rename(index / "graph.sqlite.damaged")
+
+
+#: name -> (damage done to an index folder holding qdrant/ and graph.sqlite, the repair the error message names).
+DAMAGES: dict[str, tuple[Any, list[str]]] = {
+    "segments folder deleted": (lambda i: shutil.rmtree(i / "qdrant" / "adaptive" / "segments"), ["index"]),
+    "3 chunks deleted behind the manifests": (_delete_nodes, ["index"]),
+    "vector bytes flipped": (_flip_vectors, ["index", "--force"]),
+    "payload page damaged": (_damage_payload, ["new folder"]),
+    "zero-byte graph.sqlite": (lambda i: _graph(i, b""), ["move graph", "index"]),
+    "garbage graph.sqlite": (lambda i: _graph(i, random.Random(1).randbytes(100_000)), ["move graph", "index"]),
+    "graph table dropped": (_drop_graph_table, ["move graph", "index"]),
+}
+
+
+def _outcome(done: subprocess.CompletedProcess) -> str:
+    """``exit N: <the error or first problem line>`` of a CLI run (a crash by a signal reads as such)."""
+    lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.startswith(("error:", "problem:"))]
+    if done.returncode < 0:
+        return f"killed by signal {-done.returncode}"
+    if "Traceback" in done.stderr:
+        return f"exit {done.returncode}: TRACEBACK"
+    return f"exit {done.returncode}: " + (lines[0][:150] if lines else "(no error line)")
+
+
+def _repair(index: Path, repair: list[str], files: Path) -> Path:
+    """Run the repair a damage's message names; returns the store to compare (a new one for 'new folder')."""
+    store = index / "qdrant"
+    if repair == ["new folder"]:
+        store = index / "rebuilt" / "qdrant"
+        repair = ["index"]
+    if repair[0] == "move graph":
+        _move_graph_away(index)
+        repair = repair[1:]
+    done = cli(*repair, "--store", str(store), str(files), "--batch-files", "6")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return store
+
+
+def damage_trials(work: Path, corpus: list[Path], reference: dict[str, Any]) -> list[dict]:
+    """Each of :data:`DAMAGES` on a copy of the reference index: loud failures, then the named repair."""
+    results = []
+    for name, (damage, repair) in DAMAGES.items():
+        index = work / "damaged"
+        shutil.rmtree(index, ignore_errors=True)
+        shutil.copytree(work / "reference", index)
+        damage(index)
+        runs = {
+            "stats": cli("stats", "--store", str(index / "qdrant")),
+            "stats --verify": cli("stats", "--verify", "--store", str(index / "qdrant")),
+            "query": cli("query", "--store", str(index / "qdrant"), "what is the first collection about?"),
+        }
+        loud = all(r.returncode == 1 and "Traceback" not in r.stderr for r in runs.values())
+        store = _repair(index, repair, corpus[0].parent)
+        verified = cli("stats", "--verify", "--store", str(store))
+        diffs = differences(reference, by_name(stats(store)))
+        results.append(
+            {
+                "trial": f"damage: {name}",
+                "outcome": {k: _outcome(r) for k, r in runs.items()},
+                "loud": loud,
+                "repair": " ".join(repair),
+                "verify_after": verified.returncode,
+                "sources_compared": len(reference),
+                "differences": diffs + ([] if loud else [f"{name}: not a clean exit 1 everywhere"]),
+            }
+        )
+        print(f"damage: {name}; repair: {' '.join(repair)}", flush=True)
+        for command, done in runs.items():
+            print(f"    {command:<15} {_outcome(done)}", flush=True)
+        print(
+            f"    after the repair: stats --verify exit {verified.returncode}; {len(reference)} compared, "
+            f"{len(diffs)} differ",
+            flush=True,
+        )
+        shutil.rmtree(index, ignore_errors=True)
+    return results
+
+
+# -- full disk ----------------------------------------------------------------------------------------------------
+
+
+def _fill(folder: Path, leave: int) -> Path:
+    """A file taking all of ``folder``'s free space but ``leave`` bytes."""
+    stats_ = os.statvfs(folder)
+    filler = folder / "filler"
+    with filler.open("wb") as handle:
+        os.posix_fallocate(handle.fileno(), 0, stats_.f_bavail * stats_.f_frsize - leave)
+    return filler
+
+
+def disk_full_trial(work: Path, corpus: list[Path], reference: dict[str, Any]) -> list[dict]:
+    """Index onto a small tmpfs, fill it, run index/stats/query, free it, compare (root only; skipped otherwise)."""
+    disk = work / "tmpfs"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        print("disk full: skipped (mounting a tmpfs needs root)", flush=True)
+        return []
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        print(f"disk full: skipped (mount failed: {mounted.stderr.decode().strip()})", flush=True)
+        return []
+    try:
+        store = disk / "qdrant"
+        files = corpus[0].parent
+        done = cli("index", "--store", str(store), str(files), "--batch-files", "6")
+        assert done.returncode == 0, done.stderr[-2000:]
+        filler = _fill(disk, leave=1 << 20)
+        changed = work / "changed-file" / corpus[1].name
+        changed.parent.mkdir(exist_ok=True)
+        changed.write_text(corpus[1].read_text(encoding="utf-8") + "\n\nOne more paragraph.\n", encoding="utf-8")
+        runs = {
+            "index": cli("index", "--store", str(store), str(changed)),
+            "stats": cli("stats", "--store", str(store)),
+            "query": cli("query", "--store", str(store), "what is the first collection about?"),
+        }
+        filler.unlink()
+        verified = cli("stats", "--verify", "--store", str(store))
+        diffs = differences(reference, by_name(stats(store)))
+        loud = all(r.returncode == 1 and "free disk space" in r.stderr for r in runs.values())
+        print("disk full: a 384 MB tmpfs filled to its last MB", flush=True)
+        for command, run in runs.items():
+            print(f"    {command:<15} {_outcome(run)}", flush=True)
+        print(
+            f"    space freed: stats --verify exit {verified.returncode}; {len(reference)} compared, "
+            f"{len(diffs)} differ",
+            flush=True,
+        )
+        failed = [] if loud else ["disk full: not a clean free-space error everywhere"]
+        return [
+            {
+                "trial": "disk full",
+                "outcome": {k: _outcome(r) for k, r in runs.items()},
+                "loud": loud,
+                "verify_after": verified.returncode,
+                "sources_compared": len(reference),
+                "differences": diffs + failed,
+            }
+        ]
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=20, help="CLI kills (default 20)")
@@ -298,6 +500,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--points", nargs="+", default=None, help="only these fault points (no random moments)")
     parser.add_argument("--json", type=Path, default=None, help="write the trials as JSON here")
+    parser.add_argument("--damage", action="store_true", help="also damage copies of the index (see DAMAGES)")
+    parser.add_argument("--disk-full", action="store_true", help="also fill the disk under an index (root: tmpfs)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fault_test_"))
     try:
@@ -312,6 +516,10 @@ def main() -> int:
         results = cli_trials(args, work, corpus, reference)
         if args.server:
             results += server_trials(args, work, corpus, reference)
+        if args.damage:
+            results += damage_trials(work, corpus, reference)
+        if args.disk_full:
+            results += disk_full_trial(work, corpus, reference)
         killed = sum(1 for r in results if r["outcome"] == "killed")
         differing = sum(len(r["differences"]) for r in results)
         compared = sum(r["sources_compared"] for r in results)

@@ -35,6 +35,8 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
+from adaptive_retrieval.components.stores.disk_space import occupied_bytes, open_need, require_space
+from adaptive_retrieval.components.stores.edge_checks import ledger_problem, missing_segments, vector_problem
 from adaptive_retrieval.components.stores.edge_conversion import (
     DENSE_VECTORS_NAME,
     SPARSE_VECTORS_NAME,
@@ -83,6 +85,11 @@ class StoreFormatError(DocumentStoreError, ValueError):
     configuration error, so channels raise it instead of skipping themselves."""
 
 
+class StoreDamagedError(StoreFormatError):
+    """The index folder is damaged (a lost segment, unreadable pages, impossible vectors): queries would answer
+    wrong, so every read raises this instead, with what to run."""
+
+
 class IndexNotFoundError(DocumentStoreError, ValueError):
     """A store opened for reading only (``create=False``, the query side) names a folder that holds no index: a
     configuration error (wrong folder or variable, or nothing indexed yet), never an empty result."""
@@ -100,6 +107,9 @@ class _OpenShard:
         #: Points written since the last optimisation (decides whether :meth:`optimize` has work to do).
         self.unoptimized_writes = 0
         self.closed = False
+        #: Writes so far, and the count at which the manifest ledger was last checked with its finding.
+        self.writes = 0
+        self.ledger: tuple[int, str | None] | None = None
 
     def close(self) -> None:
         with self.write_lock:
@@ -220,8 +230,10 @@ class EdgeDocumentStore:
         return self._opened().shard
 
     def _opened(self) -> _OpenShard:
-        if self._open is not None and not self._open.closed:
-            return self._open
+        return self._open if self._open is not None and not self._open.closed else self._share()
+
+    def _share(self) -> _OpenShard:
+        """The process's open shard of this folder, opened (or created) by the first instance that needs it."""
         key = str(self.shard_path.resolve())
         with _OPEN_LOCK:
             opened = _OPEN.get(key)
@@ -241,6 +253,23 @@ class EdgeDocumentStore:
             opened.refs += 1
         self._open, self._key = opened, key
         return opened
+
+    def _check_ledger(self) -> None:
+        """On the query side (``create=False``), before a search: refuse an index whose manifest records count more
+        nodes than it holds. Checked on the first search and, once found damaged, again after writes (the re-index
+        that repairs it); ``stats`` reads without searching, so it still shows what is there."""
+        if self.create:
+            return
+        opened = self._opened()
+        if opened.ledger is None or (opened.ledger[1] and opened.ledger[0] != opened.writes):
+            opened.ledger = (opened.writes, None)  # no recursion through the reads below
+            opened.ledger = (opened.writes, ledger_problem(self))
+        if opened.ledger[1]:
+            raise StoreDamagedError(
+                f"The index '{self.shard_path}' is damaged: {opened.ledger[1]}. Index your files again "
+                f"(`adaptive-retrieval index --store {self.folder} FILES...` redoes the sources whose data is "
+                f"missing); `adaptive-retrieval stats --verify --store {self.folder}` lists them."
+            )
 
     def _settings(self) -> tuple[int, str, bool, bool]:
         return (self.embedding_dim, self.similarity, self.use_sparse_embeddings, self.sparse_idf)
@@ -282,6 +311,20 @@ class EdgeDocumentStore:
                 f"you indexed into, or index your files first: `{INDEX_COMMAND.replace('FOLDER', str(root))}`."
             )
             raise IndexNotFoundError(msg)
+        if exists and missing_segments(folder):
+            if not self.create:
+                raise StoreDamagedError(
+                    f"The index '{folder}' has lost its 'segments' folder, which holds the data: index your files "
+                    f"again (`adaptive-retrieval index --store {root} FILES...`), or restore a copy of the folder."
+                )
+            logger.warning("The index %s lost its segments folder: every source will be indexed again", folder)
+        # Loading writes (segment state) and maps files in: on a full disk Edge dies of SIGBUS, so check first.
+        require_space(
+            folder,
+            "open the index" if exists else "create the index",
+            need=open_need(folder),
+            need_for="the pages of its files a load allocates on tmpfs",
+        )
         try:
             if exists:
                 shard = qe.EdgeShard.load(str(folder), self._config())
@@ -316,11 +359,11 @@ class EdgeDocumentStore:
 
     def count_documents(self) -> int:
         """Number of documents in the store."""
-        return self.shard.count(qe.CountRequest(exact=True))
+        return self._read(self.shard.count, qe.CountRequest(exact=True))
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents that match ``filters``."""
-        return self.shard.count(qe.CountRequest(exact=True, filter=convert_filters(filters)))
+        return self._read(self.shard.count, qe.CountRequest(exact=True, filter=convert_filters(filters)))
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """Every document that matches ``filters`` (Haystack filter syntax), with its vectors."""
@@ -359,7 +402,10 @@ class EdgeDocumentStore:
             else:
                 unique = _last_per_id(documents)
             for start in range(0, len(unique), _WRITE_BATCH):
-                batch = [document_to_point(d) for d in unique[start : start + _WRITE_BATCH]]
+                documents_batch = unique[start : start + _WRITE_BATCH]
+                need = self._write_bytes(documents_batch)
+                require_space(self.shard_path, "write to the index", need=need, need_for="this batch")
+                batch = [document_to_point(d) for d in documents_batch]
                 self._update(qe.UpdateOperation.upsert_points(batch))
                 opened.unoptimized_writes += len(batch)
         return len(unique)
@@ -368,6 +414,7 @@ class EdgeDocumentStore:
         """Delete the documents with these ids (unknown ids are ignored)."""
         if document_ids:
             with self._opened().write_lock:
+                require_space(self.shard_path, "delete from the index")  # a delete is a write-ahead log entry too
                 self._update(qe.UpdateOperation.delete_points([point_id(i) for i in document_ids]))
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
@@ -376,12 +423,14 @@ class EdgeDocumentStore:
         with self._opened().write_lock:
             count = self.shard.count(qe.CountRequest(exact=True, filter=edge_filter))
             if count:
+                require_space(self.shard_path, "delete from the index")
                 self._update(qe.UpdateOperation.delete_points_by_filter(edge_filter or qe.Filter()))
         return count
 
     def delete_all_documents(self) -> None:
         """Delete every document (the shard, its configuration and payload indexes stay)."""
         with self._opened().write_lock:
+            require_space(self.shard_path, "delete from the index")
             self._update(qe.UpdateOperation.delete_points_by_filter(qe.Filter()))
 
     # -- searches (adaptive_retrieval.components.stores.vector_search.VectorSearch) ------------------------------
@@ -400,6 +449,7 @@ class EdgeDocumentStore:
         :raises ValueError: when the query's dimension differs from the index's.
         """
         self._opened()  # an index built with other settings is named as such, before the query is blamed
+        self._check_ledger()
         if len(query_embedding) != self.embedding_dim:
             msg = (
                 f"Query embedding has dimension {len(query_embedding)} but the index '{self.index}' stores "
@@ -428,6 +478,7 @@ class EdgeDocumentStore:
             raise ValueError(msg)
         if not query_sparse_embedding.indices:
             return []
+        self._check_ledger()
         vector = qe.SparseVector(
             indices=[int(i) for i in query_sparse_embedding.indices],
             values=[float(v) for v in query_sparse_embedding.values],
@@ -441,7 +492,7 @@ class EdgeDocumentStore:
         if not ids:
             return []
         vectors = [DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME] if sparse else [DENSE_VECTORS_NAME]
-        records = self.shard.retrieve([point_id(i) for i in ids], with_payload=True, with_vector=vectors)
+        records = self._read(self.shard.retrieve, [point_id(i) for i in ids], with_payload=True, with_vector=vectors)
         found = {d.id: d for d in (point_to_document(r) for r in records)}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
@@ -462,6 +513,9 @@ class EdgeDocumentStore:
         with opened.write_lock:
             if not force and opened.unoptimized_writes < self.optimize_threshold:
                 return False
+            # Optimising rewrites segments: at most the index's size again.
+            need = occupied_bytes(self.shard_path)
+            require_space(self.shard_path, "optimise the index", need=need, need_for="a copy of its segments")
             changed = opened.shard.optimize()
             opened.shard.flush()
             opened.unoptimized_writes = 0
@@ -501,26 +555,54 @@ class EdgeDocumentStore:
             score_threshold=score_threshold,
             params=params,
         )
-        return [point_to_document(p, p.score) for p in self.shard.query(request)]
+        documents = [point_to_document(p, p.score) for p in self._read(self.shard.query, request)]
+        if problem := vector_problem(documents, normalised=self.similarity == "cosine"):
+            raise StoreDamagedError(
+                f"The index '{self.shard_path}' is damaged: {problem}. Run `adaptive-retrieval stats --verify "
+                f"--store {self.folder}` to list the sources to index again (or index everything into a new folder)."
+            )
+        return documents
 
     def _scroll(self, edge_filter: qe.Filter | None, vectors: bool) -> Iterator[Any]:
         offset = None
         while True:
-            records, offset = self.shard.scroll(
+            records, offset = self._read(
+                self.shard.scroll,
                 qe.ScrollRequest(
                     offset=offset, limit=_SCROLL_PAGE, filter=edge_filter, with_payload=True, with_vector=vectors
-                )
+                ),
             )
             yield from records
             if offset is None:
                 return
 
+    def _write_bytes(self, documents: list[Document]) -> int:
+        """A generous estimate of what writing ``documents`` takes on disk: the write-ahead log and the segment
+        each hold the text, the payload and the vectors."""
+        per_vector = self.embedding_dim * 4 + 4096  # dense vector, sparse vector and payload besides the text
+        return 2 * sum(len(d.content or "") * 4 + per_vector for d in documents)
+
     def _stored_ids(self, ids: list[str]) -> set[str]:
-        records = self.shard.retrieve([point_id(i) for i in ids], with_payload=["id"], with_vector=False)
+        records = self._read(self.shard.retrieve, [point_id(i) for i in ids], with_payload=["id"], with_vector=False)
         return {r.payload["id"] for r in records if r.payload}
+
+    def _read(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)`` on the shard; Edge failing to read its own files (a damaged page) becomes a
+        :class:`StoreDamagedError` that says what to do, instead of a bare engine exception."""
+        try:
+            return call(*args, **kwargs)
+        except Exception as err:
+            if isinstance(err, (DocumentStoreError, ValueError, TypeError)):
+                raise
+            raise StoreDamagedError(
+                f"Reading the index '{self.shard_path}' failed, it looks damaged: {err}. Restore a copy of the "
+                f"folder, or index your files again into a new folder (`adaptive-retrieval index --store NEW "
+                f"FILES...`)."
+            ) from err
 
     def _update(self, operation: qe.UpdateOperation) -> None:
         try:
+            self._opened().writes += 1
             self.shard.update(operation)
         except Exception as err:
             msg = f"Writing to the index '{self.shard_path}' failed: {err}"

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from haystack import default_from_dict, default_to_dict
 
+from adaptive_retrieval.components.stores.disk_space import require_space
 from adaptive_retrieval.components.stores.graph_store import (
     ENTITY_KINDS,
     ChunkEntities,
@@ -95,6 +96,17 @@ _REGISTRY_LOCK = threading.Lock()
 
 def _storage_key(path: str | None) -> str:
     return "memory:" if path == ":memory:" else str(graph_file(path).resolve())
+
+
+#: The tables every graph file has (a file holding others, or some of them only, is not this store's).
+REQUIRED_TABLES = frozenset(
+    {"entities", "chunks", "mentions", "relations", "communities", "entity_communities", "meta"}
+)
+
+
+class GraphStoreDamagedError(ValueError):
+    """The graph file is not this store's database (damaged, emptied, replaced): graph retrieval would answer
+    wrong, so it raises (a ``ValueError``, so the retrieval channels do not skip themselves) with what to do."""
 
 
 class GraphNotFoundError(ValueError):
@@ -173,29 +185,47 @@ class SQLiteGraphStore(GraphStoreBase):
                     raise GraphNotFoundError(msg)
                 if key != "memory:":
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
-                # One connection used from several threads, always under shared.lock.
-                conn = sqlite3.connect(
-                    ":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None
-                )
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
-                if tables and version != SCHEMA_VERSION:
-                    conn.close()
-                    msg = (
-                        f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: "
-                        "delete the file and index again."
-                    )
-                    raise RuntimeError(msg)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                shared = _SharedConnection(conn)
+                    # Opening writes (the schema, the write-ahead log): check the disk first, as the index does.
+                    require_space(Path(key).parent, "open the graph store" if Path(key).is_file() else "create it")
+                shared = _SharedConnection(self._connect(key))
                 _REGISTRY[key] = shared
                 logger.info("Opened graph store %s", key)
             shared.refs += 1
         self._shared, self._key = shared, key
         return shared
+
+    def _connect(self, key: str) -> sqlite3.Connection:
+        """A connection to the file (schema created when missing), or a :class:`GraphStoreDamagedError` for a file
+        that is not this store's database: not SQLite, tables missing, or empty where the query side reads."""
+        # One connection used from several threads, always under shared.lock.
+        conn = sqlite3.connect(":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None)
+        command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent / "qdrant"))
+        fix = f"move it away and index your files again (`{command}` redoes the sources the graph lacks)"
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        except sqlite3.DatabaseError as err:
+            conn.close()
+            msg = f"The graph file '{key}' cannot be read ({err}): it is damaged or not a graph store; {fix}"
+            raise GraphStoreDamagedError(msg) from err
+        if tables and version != SCHEMA_VERSION:
+            conn.close()
+            msg = f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: {fix}."
+            raise RuntimeError(msg)
+        missing = sorted(REQUIRED_TABLES - tables)
+        if (tables and missing) or (not tables and not self.create and key != "memory:"):
+            conn.close()
+            what = f"lacks the table(s) {', '.join(missing)}" if tables else "is empty (no tables)"
+            raise GraphStoreDamagedError(f"The graph file '{key}' {what}: it was damaged or replaced; {fix}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return conn
+
+    def _require_space(self) -> None:
+        if self._key and self._key != "memory:":
+            require_space(Path(self._key).parent, "write to the graph store")
 
     def close(self) -> None:
         """Release this instance's reference; the connection closes with its last user."""
@@ -211,7 +241,16 @@ class SQLiteGraphStore(GraphStoreBase):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         shared = self._conn()
         with shared.lock:
-            return shared.connection.execute(sql, params).fetchall()
+            try:
+                return shared.connection.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as err:
+                if isinstance(err, sqlite3.OperationalError) and "no such table" not in str(err):
+                    raise  # a locked or busy database, not a damaged one
+                msg = (
+                    f"Reading the graph file '{self._key}' failed ({err}): it is damaged; move it away and index "
+                    "your files again (the sources the graph lacks are redone)"
+                )
+                raise GraphStoreDamagedError(msg) from err
 
     def _read_in(self, sql: str, values: Sequence[Any], extra: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql`` (with ``{marks}`` for the IN list) over ``values`` in batches; ``extra`` params follow."""
@@ -268,6 +307,7 @@ class SQLiteGraphStore(GraphStoreBase):
         self, old: list[ChunkEntities], new: list[ChunkEntities], deltas: dict[tuple[str, str], float]
     ) -> None:
         shared = self._conn()
+        self._require_space()
         ranks = {kind: i for i, kind in enumerate(ENTITY_KINDS)}
         touched_keys = sorted({m.key for c in (*old, *new) for m in c.mentions} | {k for pair in deltas for k in pair})
         with shared.lock:
@@ -339,6 +379,7 @@ class SQLiteGraphStore(GraphStoreBase):
     def write_communities(self, level: int, assignments: dict[str, int], communities: list[Community]) -> None:
         """Replace the communities of ``level`` and reset the pending-changes counter."""
         shared = self._conn()
+        self._require_space()
         with shared.lock:
             conn = shared.connection
             conn.execute("BEGIN")
@@ -379,6 +420,7 @@ class SQLiteGraphStore(GraphStoreBase):
     def clear(self) -> None:
         """Remove everything."""
         shared = self._conn()
+        self._require_space()
         with shared.lock:
             for table in ("entities", "chunks", "mentions", "relations", "communities", "entity_communities"):
                 shared.connection.execute(f"DELETE FROM {table}")
@@ -505,6 +547,11 @@ class SQLiteGraphStore(GraphStoreBase):
     def document_chunk_counts(self) -> dict[str, int]:
         """``{doc_id: chunks}`` of every document in the graph (index reconciliation and ``stats`` read it)."""
         return {str(doc): int(n) for doc, n in self._read("SELECT doc_id, count(*) FROM chunks GROUP BY doc_id")}
+
+    def quick_check(self) -> list[str]:
+        """SQLite's ``PRAGMA quick_check`` of the file: the problems it finds (empty when the file is whole)."""
+        rows = [str(r[0]) for r in self._read("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else rows
 
     def stats(self) -> dict[str, int]:
         """Counts of entities, chunks, mentions, relations and communities."""
