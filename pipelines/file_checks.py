@@ -30,12 +30,14 @@ def content_problem(name: str, data: bytes) -> str | None:
         return f"'{name}' is empty"
     if Path(name).suffix.lower() == ".pdf":
         return None if data.startswith(b"%PDF") else f"'{name}' is not a PDF (no %PDF header)"
-    if b"\x00" in data:
-        return f"'{name}' holds NUL bytes: {_BINARY}"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
+        if b"\x00" in data:
+            return f"'{name}' is not UTF-8 text and holds NUL bytes: {_BINARY}"
         return f"'{name}' is not UTF-8 text ({err.reason} at byte {err.start}): save it as UTF-8"
+    if "\x00" in text:
+        return f"'{name}' holds NUL bytes: {_BINARY}"
     controls = len(text) - len(text.translate(_CONTROLS))
     if controls > MAX_CONTROL_SHARE * len(text):
         return f"'{name}' is {controls / len(text):.0%} control characters: {_BINARY}"

@@ -210,7 +210,10 @@ class SQLiteGraphStore(GraphStoreBase):
             raise GraphStoreDamagedError(msg) from err
         if tables and version != SCHEMA_VERSION:
             conn.close()
-            msg = f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: {fix}."
+            msg = (
+                f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: delete the file "
+                f"and index your files again (`{command}` redoes the sources the graph lacks)."
+            )
             raise RuntimeError(msg)
         missing = sorted(REQUIRED_TABLES - tables)
         if (tables and missing) or (not tables and not self.create and key != "memory:"):
@@ -244,8 +247,11 @@ class SQLiteGraphStore(GraphStoreBase):
             try:
                 return shared.connection.execute(sql, params).fetchall()
             except sqlite3.DatabaseError as err:
-                if isinstance(err, sqlite3.OperationalError) and "no such table" not in str(err):
-                    raise  # a locked or busy database, not a damaged one
+                # Damage reads as a plain DatabaseError ("malformed", "not a database") or a missing table; a
+                # closed connection, a locked or busy database are other failures.
+                missing_table = isinstance(err, sqlite3.OperationalError) and "no such table" in str(err)
+                if type(err) is not sqlite3.DatabaseError and not missing_table:
+                    raise
                 msg = (
                     f"Reading the graph file '{self._key}' failed ({err}): it is damaged; move it away and index "
                     "your files again (the sources the graph lacks are redone)"

@@ -24,9 +24,11 @@ from typing import Any
 
 from fastapi import HTTPException, UploadFile
 from hayhooks import BasePipelineWrapper
+from haystack.core.errors import PipelineRuntimeError
 from starlette.datastructures import Headers
 
 from adaptive_retrieval.components.indexing.manifest import STATE_COMPLETE, read_manifests
+from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.security import guard_request, is_guarded
@@ -107,20 +109,25 @@ class PipelineWrapper(BasePipelineWrapper):
             with self.queue.admit() as ticket:
                 # Written only once admitted: a refused upload (queue full) never overwrites an indexed file.
                 before = read_manifests(self.store, sources)
-                paths = [
-                    write_upload(self.uploads, name, content) for name, (_, content) in zip(names, uploads, strict=True)
-                ]
+                paths = self._write(names, uploads)
                 counts = index_paths(self.pipeline, paths, force=force, batch_files=8, check=ticket.check)
                 after = read_manifests(self.store, sources)
                 total = self.store.count_documents()
+        except (InsufficientSpaceError, PipelineRuntimeError) as err:
+            cause = err if isinstance(err, InsufficientSpaceError) else err.__cause__
+            if not isinstance(cause, InsufficientSpaceError):
+                raise
+            raise HTTPException(status_code=507, detail=str(cause)) from err
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
             raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         if counts["failed"] and len(counts["failed"]) == counts["files"] - counts["skipped"]:
-            # Nothing was indexed: every file yielded no text. A 200 would read as success.
+            # Nothing was indexed. A 200 would read as success: 413 when every file was over a limit on what
+            # splitting produced (the content check already answered 400 for the others), else 422.
             reasons = "; ".join(f"{Path(f['source']).name}: {f['reason']}" for f in counts["failed"])
-            raise HTTPException(status_code=422, detail=f"No text could be indexed from the upload ({reasons})")
+            status = 413 if all(f.get("kind") == "refused" for f in counts["failed"]) else 422
+            raise HTTPException(status_code=status, detail=f"No file of the upload could be indexed ({reasons})")
         return IndexResponse(
             **counts,
             sources=[str(p) for p in paths],
@@ -133,6 +140,15 @@ class PipelineWrapper(BasePipelineWrapper):
             timings_ms={"total": round((time.perf_counter() - start) * 1000, 2)},
         )
 
+    def _write(self, names: list[str], uploads: list[tuple[str | None, bytes]]) -> list[Path]:
+        """Write the checked uploads under their stored names; 507 when the uploads folder's disk is full."""
+        try:
+            return [
+                write_upload(self.uploads, name, content) for name, (_, content) in zip(names, uploads, strict=True)
+            ]
+        except OSError as err:
+            raise HTTPException(status_code=507, detail=f"Could not save the upload: {err.strerror or err}") from err
+
     def delete_sources(self, names: list[str]) -> list[dict]:
         """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
         files; served as ``DELETE /sources`` by ``adaptive_retrieval.pipelines.app``.
@@ -142,9 +158,10 @@ class PipelineWrapper(BasePipelineWrapper):
         from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of
         from adaptive_retrieval.pipelines.sources import delete_sources
 
-        # Through the upload queue: a delete never interleaves with an indexing run (or its reconciliation).
+        # On the indexer, never inside a batch of an indexing run (nor its reconciliation): between two batches
+        # of a running upload, before waiting ones, and never refused because uploads fill the queue.
         try:
-            with self.queue.admit():
+            with self.queue.admit_delete():
                 return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
