@@ -118,9 +118,7 @@ def build_indexing_pipeline(
         ),
     )
     p.add_component("splitter", SectionSplitter(chunk_words=chunk_words))
-    # Counts what splitting produced per source (chunks, sections, heading depth) and drops a source over a limit
-    # before anything is embedded: an estimate from the bytes cannot bound a file's cost.
-    p.add_component(GUARD, SourceLimitGuard())
+    p.add_component(GUARD, SourceLimitGuard())  # refuses a source by what splitting produced, before embedding
     p.add_component(
         "sparse_embedder",
         Bm25DocumentEmbedder(meta_fields_to_embed=["title", "section_path"], progress_bar=progress_bar),
@@ -277,6 +275,21 @@ class _Run:
         for source, (reason, kind) in problems.items():
             self.fail(source, reason + ("; the version indexed before is kept" if source in kept else ""), kind)
 
+    def check_contents(self, todo: list[Path], limits: Limits, chunk_words: int) -> list[Path]:
+        """The files of ``todo`` whose bytes can be indexed (:func:`content_problem`, then the size limits); the
+        others are refused before any work (see :meth:`refuse`)."""
+        problems: dict[str, tuple[str, str]] = {}
+        for path in todo:
+            try:
+                data = path.read_bytes()
+            except OSError as err:
+                problems[str(path)] = (unreadable(path, err), UNREADABLE)
+                continue
+            if problem := content_problem(path.name, data) or limits.content_problem(path.name, data, chunk_words):
+                problems[str(path)] = (problem, REFUSED)
+        self.refuse(problems)
+        return [f for f in todo if str(f) not in problems]
+
     def index_batch(self, pipeline: Pipeline, batch: list[Path], keep: set[str]) -> None:
         """Run the pipeline on one batch in the manifest protocol's order (see :func:`index_paths`)."""
         write_manifests(
@@ -369,19 +382,8 @@ def index_paths(
     back = [s for s, r in run.records.items() if r.get("refused") and s not in {str(f) for f in todo}]
     write_manifests(store, [kept_record(s, run.records[s], None, None) for s in back])
     names = {name for name, _ in pipeline.walk()}
-    limits = limits or Limits.from_env()
     chunk_words = int(getattr(pipeline.get_component("splitter"), "chunk_words", 180)) if "splitter" in names else 180
-    problems: dict[str, tuple[str, str]] = {}
-    for path in todo:
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            problems[str(path)] = (unreadable(path, err), UNREADABLE)
-            continue
-        if problem := content_problem(path.name, data) or limits.content_problem(path.name, data, chunk_words):
-            problems[str(path)] = (problem, REFUSED)
-    run.refuse(problems)
-    todo_run = [f for f in todo if str(f) not in problems]
+    todo_run = run.check_contents(todo, limits or Limits.from_env(), chunk_words)
     keep = {n for n in ("section_tree", GUARD, "splitter", "entity_extractor") if n in names}
     finished = 0
     for batch in file_batches(todo_run, batch_files, batch_bytes):

@@ -139,7 +139,7 @@ def resolve_yaml(name_or_path: str | Path) -> Path:
 #: anchors ("billion laughs") expand exponentially in any code that walks the loaded data.
 MAX_YAML_ALIASES = 64
 #: Most nodes a pipeline YAML may expand to, an alias counting the size of what it refers to (the shipped
-#: query.yaml has about 1,300): three aliases per level pass an alias count, not this.
+#: query.yaml has about 1,000): three aliases per level pass an alias count, not this.
 MAX_YAML_NODES = 100_000
 #: Deepest nesting of collections (the shipped files nest 7 deep); PyYAML composes recursively, so a file nested
 #: 20,000 deep would end in a RecursionError.

@@ -36,7 +36,20 @@ _ALLOCATE_ON_READ = {"tmpfs", "ramfs", "hugetlbfs"}
 
 class InsufficientSpaceError(DocumentStoreError, ValueError):
     """The disk of a store has less free space than it needs plus the margin. A ``ValueError``, so the retrieval
-    channels raise it rather than skip themselves (as for a damaged index): every channel would fail alike."""
+    channels raise it rather than skip themselves (as for a damaged index): every channel would fail alike.
+
+    ``free_mb`` and ``needed_mb`` let a server say it without naming its folders (:meth:`public_message`)."""
+
+    def __init__(self, message: str, free_mb: float = 0.0, needed_mb: float = 0.0) -> None:
+        super().__init__(message)
+        self.free_mb, self.needed_mb = free_mb, needed_mb
+
+    def public_message(self) -> str:
+        """The error without server paths: for a REST answer."""
+        return (
+            f"The server's disk is full: {self.free_mb:.1f} MB free, {self.needed_mb:.1f} MB needed (margin "
+            f"${MIN_FREE_ENV} included). Nothing was written; try again once space is freed on the server."
+        )
 
 
 def margin_bytes() -> int:
@@ -139,4 +152,4 @@ def require_space(folder: Path, action: str, need: int = 0, need_for: str = "thi
         f"{margin / MB:.0f} MB needed. Free space on that disk (or move the index elsewhere), then run the command "
         f"again; nothing was written. The margin is ${MIN_FREE_ENV}."
     )
-    raise InsufficientSpaceError(msg)
+    raise InsufficientSpaceError(msg, free_mb=free / MB, needed_mb=(need + margin) / MB)

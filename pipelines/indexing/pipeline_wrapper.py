@@ -117,7 +117,7 @@ class PipelineWrapper(BasePipelineWrapper):
             cause = err if isinstance(err, InsufficientSpaceError) else err.__cause__
             if not isinstance(cause, InsufficientSpaceError):
                 raise
-            raise HTTPException(status_code=507, detail=str(cause)) from err
+            raise HTTPException(status_code=507, detail=cause.public_message()) from err
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
@@ -146,8 +146,9 @@ class PipelineWrapper(BasePipelineWrapper):
             return [
                 write_upload(self.uploads, name, content) for name, (_, content) in zip(names, uploads, strict=True)
             ]
-        except OSError as err:
-            raise HTTPException(status_code=507, detail=f"Could not save the upload: {err.strerror or err}") from err
+        except OSError as err:  # no server path in the answer
+            detail = f"The server could not save the upload: {err.strerror or type(err).__name__}"
+            raise HTTPException(status_code=507, detail=detail) from err
 
     def delete_sources(self, names: list[str]) -> list[dict]:
         """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
@@ -163,6 +164,8 @@ class PipelineWrapper(BasePipelineWrapper):
         try:
             with self.queue.admit_delete():
                 return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
+        except InsufficientSpaceError as err:  # a delete writes too (the write-ahead log, the manifest records)
+            raise HTTPException(status_code=507, detail=err.public_message()) from err
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
