@@ -224,6 +224,8 @@ def _replacements(
         if earlier.get("state") != STATE_COMPLETE or earlier.get("source_hash") == hashlib.sha256(content).hexdigest():
             continue  # nothing indexed under this name, or the same content (skipped or forced again)
         now = after.get(source) or {}
+        if now.get("refused"):
+            continue  # the new content was refused: the version indexed before is kept ("failed" says so)
         replaced.append(
             Replacement(
                 name=upload_base_name(sent),
