@@ -447,7 +447,7 @@ def _fill(folder: Path, leave: int) -> Path:
     return filler
 
 
-def disk_full_trial(work: Path, corpus: list[Path], reference: dict[str, Any], clean_s: float) -> list[dict]:
+def disk_full_trial(work: Path, corpus: list[Path], reference: dict[str, Any]) -> list[dict]:
     """Index onto a small tmpfs, fill it, run index/stats/query, free it, compare (root only; skipped otherwise)."""
     disk = work / "tmpfs"
     disk.mkdir()
@@ -495,15 +495,18 @@ def disk_full_trial(work: Path, corpus: list[Path], reference: dict[str, Any], c
                 "differences": diffs + failed,
             }
         ]
-        return [*results, _filling_during_a_run(disk, files, reference, clean_s)]
+        return [*results, _filling_during_a_run(disk, files, reference)]
     finally:
         subprocess.run(["umount", str(disk)], check=False)
 
 
-def _filling_during_a_run(disk: Path, files: Path, reference: dict[str, Any], clean_s: float) -> dict[str, Any]:
-    """An index run whose disk fills while it runs: 40 % into a clean run's duration the tmpfs is filled to 1 MB
-    under the margin, so the next batch is refused (with room left for the writes in flight); the next run, space
-    back, must finish it like a clean run."""
+def _filling_during_a_run(disk: Path, files: Path, reference: dict[str, Any]) -> dict[str, Any]:
+    """An index run whose disk fills while it runs: once its progress bar shows 2 files done, the tmpfs is filled
+    to 1 MB under the margin, so the next batch is refused (with room left for the writes in flight); the next
+    run, space back, must finish it like a clean run."""
+    import re
+    import threading
+
     from adaptive_retrieval.components.stores.disk_space import margin_bytes
 
     store = disk / "second" / "qdrant"
@@ -516,20 +519,29 @@ def _filling_during_a_run(disk: Path, files: Path, reference: dict[str, Any], cl
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(0.4 * clean_s)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        done_files = [int(n) for n in re.findall(r"\b(\d+)/\d+ \[", "".join(err))]
+        if done_files and max(done_files) >= 2:
+            break
+        time.sleep(0.1)
     filler = _fill(disk, leave=margin_bytes() - (1 << 20))
-    out, err = proc.communicate(timeout=600)
+    out = proc.stdout.read()
+    proc.wait(timeout=600)
+    reader.join(60)
     filler.unlink()
-    cut = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    cut = subprocess.CompletedProcess(proc.args, proc.returncode, out, "".join(err))
     partial = stats(store) if store.is_dir() else {"sources": {}}
     done = sum(1 for r in partial["sources"].values() if r["state"] == "complete")
     redo = cli("index", "--store", str(store), str(files), "--batch-files", "2")
     diffs = differences(reference, by_name(stats(store)))
     loud = cut.returncode == 1 and "free disk space" in cut.stderr and "Traceback" not in cut.stderr
     print(
-        f"disk filling during a run (filled {0.4 * clean_s:.0f} s in): {_outcome(cut)}; {done} of "
-        f"{len(reference)} sources complete; the next run exit {redo.returncode}; {len(reference)} compared, "
-        f"{len(diffs)} differ",
+        f"disk filling during a run (filled after 2 files): {_outcome(cut)}; {done} of {len(reference)} sources "
+        f"complete; the next run exit {redo.returncode}; {len(reference)} compared, {len(diffs)} differ",
         flush=True,
     )
     return {
@@ -570,7 +582,7 @@ def main() -> int:
         if args.damage:
             results += damage_trials(work, corpus, reference)
         if args.disk_full:
-            results += disk_full_trial(work, corpus, reference, args.clean_s)
+            results += disk_full_trial(work, corpus, reference)
         killed = sum(1 for r in results if r["outcome"] == "killed")
         differing = sum(len(r["differences"]) for r in results)
         compared = sum(r["sources_compared"] for r in results)
