@@ -87,6 +87,8 @@ def stopwords() -> frozenset[str]:
 
 
 def _fold(text: str) -> str:
+    if text.isascii():  # NFKD leaves ASCII as it is and it has no combining marks: the common case, at no cost
+        return text
     text = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in text if not unicodedata.combining(ch))
 
