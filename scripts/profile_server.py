@@ -11,8 +11,10 @@ Steps, all in one run so that the ratios compare like with like on a shared mach
    queries one at a time (``POST /query/run``) and read the server's CPU seconds (``utime + stime`` of
    ``/proc/PID/stat``) before and after: server CPU per request, and its ratio to the peer;
 4. **profile** (unless ``--no-profile``): the same server again, sampled by ``py-spy`` (``pip install py-spy``;
-   250 samples/s, no slow-down of the Python code) or, without it, under cProfile in every thread (thread CPU time
-   as the clock; it slows code that makes many small calls most, so read its shares loosely). Each sampled stack
+   250 samples/s of the thread that holds the GIL: a thread waiting for the GIL or a core is not counted, native
+   code that releases the GIL is not seen and is given by difference from the measured CPU) or, without it, under
+   cProfile in every thread (thread CPU time as the clock; it slows code that makes many small calls most, so read
+   its figures loosely). Each sampled stack
    goes to one stage (:func:`stage_of`): HTTP framework (uvicorn, starlette, FastAPI, Hayhooks, anyio), our
    request checks and guard, the pipeline (Haystack's copies of component inputs, its scheduling, each component
    by its outermost frame), the response (``QueryResponse``, pydantic, JSON); the shares are scaled to that run's
@@ -86,8 +88,18 @@ STARTUP_MARKERS = (
 COMPONENTS_DIR = str(Path(importlib.util.find_spec("adaptive_retrieval.components").origin).parent) + os.sep
 
 
+#: py-spy samples per second.
+RATE = 250
+NOT_SAMPLED = "native code outside the GIL (ONNX Runtime, Qdrant Edge), by difference"
+#: Leaf frames of a thread that waits (an idle event loop, an idle worker): not CPU, left out.
+IDLE_LEAVES = ("Runner.run", "Condition.wait", "Queue.get", "Event.wait", "select", "poll", "_worker")
+
+
 def stage_of(frames: list[tuple[str, str]]) -> str | None:
-    """The stage of one sampled stack (``(function, file)`` pairs, outermost first); ``None`` for start-up."""
+    """The stage of one sampled stack (``(function, file)`` pairs, outermost first); ``None`` for start-up,
+    shut-down and idle stacks."""
+    if not frames or frames[-1][0].rpartition(".")[2] in {f.rpartition(".")[2] for f in IDLE_LEAVES}:
+        return None
     if any(m in f or m in path for f, path in frames for m in STARTUP_MARKERS):
         return None
     if any(f == "_deepcopy_with_exceptions" for f, _ in frames):
@@ -99,12 +111,15 @@ def stage_of(frames: list[tuple[str, str]]) -> str | None:
         return "pipeline: Haystack engine (scheduling, tracing)"
     if any("query_pipeline.py" in path for _, path in frames):
         return "pipeline: run_query"
-    if any(m in f or m in path for f, path in frames for m in RESPONSE_MARKERS):
-        return "response: QueryResponse, pydantic, JSON"
-    if any(m in path for _, path in frames for m in ("request_checks.py", "security.py", "validation.py")):
-        return "request checks, guard, validation (ours)"
-    if any(m in path for _, path in frames for m in HTTP_MARKERS):
-        return "HTTP: uvicorn, starlette, FastAPI, Hayhooks, anyio"
+    for f, path in reversed(frames):  # outside the pipeline: the innermost frame that says what it is
+        if "/loguru/" in path or "/logging/" in path:
+            return "HTTP: access log (loguru)"
+        if any(m in f or m in path for m in RESPONSE_MARKERS):
+            return "response: QueryResponse, pydantic, JSON"
+        if any(m in path for m in ("request_checks.py", "security.py", "validation.py")):
+            return "request checks, guard, validation (ours)"
+        if any(m in path for m in HTTP_MARKERS):
+            return "HTTP: uvicorn, starlette, FastAPI, Hayhooks, anyio"
     return "other"
 
 
@@ -203,7 +218,9 @@ def child_pid(pid: int, timeout: float = 60) -> int:
     raise TimeoutError(msg)
 
 
-def serve_and_query(store: Path, queries: list[str], workdir: Path, profiler: str | None) -> dict[str, Any]:
+def serve_and_query(
+    store: Path, queries: list[str], workdir: Path, profiler: str | None, python: str = sys.executable
+) -> dict[str, Any]:
     """Start a server over ``store`` (sampled by py-spy, or under cProfile, when ``profiler`` says so), send
     ``queries`` one at a time after a warm-up; returns the server's CPU and the client's wall milliseconds per
     request (and where the profile is)."""
@@ -213,13 +230,15 @@ def serve_and_query(store: Path, queries: list[str], workdir: Path, profiler: st
 
     port = free_port(HOST)
     serve = ["serve", "--store", str(store), "--host", HOST, "--port", str(port)]
-    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *serve]
+    command = [python, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     profile = workdir / {None: "none", "py-spy": "server.pyspy.txt", "cprofile": "server.prof"}[profiler]
     if profiler == "py-spy":
-        command = [py_spy(), "record", "--rate", "250", "--format", "raw", "-o", str(profile), "--", *command]
+        command = [py_spy(), "record", "--rate", str(RATE), "--gil", "--full-filenames", "--format", "raw"]
+        command += ["-o", str(profile)]
+        command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     elif profiler == "cprofile":
         command = [sys.executable, __file__, "--serve-profiled", str(profile), "--", *serve]
-    with (workdir / f"server-{profiler or 'plain'}.log").open("w") as log:
+    with (workdir / f"server-{profiler or 'plain'}-{abs(hash(python))}.log").open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         server = child_pid(process.pid) if profiler == "py-spy" else process.pid
         try:
@@ -302,10 +321,12 @@ def profiled_stages(profile: Path) -> dict[str, float]:
     return dict(totals)
 
 
-def stage_table(shares: dict[str, float], cpu_ms: float) -> dict[str, float]:
-    """``shares`` (samples or seconds per stage) scaled to ``cpu_ms`` per request, largest first."""
-    total = sum(shares.values()) or 1.0
-    return {k: cpu_ms * v / total for k, v in sorted(shares.items(), key=lambda kv: -kv[1])}
+def stage_table(seconds: dict[str, float], requests: int, cpu_ms: float) -> dict[str, float]:
+    """Milliseconds per request of each stage (``seconds`` in all), largest first, and what the profile did not
+    see of the measured ``cpu_ms``: native code that runs without the GIL (ONNX Runtime, Qdrant Edge searches)."""
+    table = {k: 1000 * v / requests for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
+    table[NOT_SAMPLED] = cpu_ms - sum(table.values())
+    return table
 
 
 def main() -> int:
@@ -316,6 +337,11 @@ def main() -> int:
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile run")
     parser.add_argument("--top", type=int, default=25, help="stages listed in the profile table")
     parser.add_argument("--json", help="write the report here")
+    parser.add_argument(
+        "--baseline-python",
+        help="also serve with this interpreter (e.g. another checkout's .venv/bin/python: the code before a change) "
+        "and report its CPU per request in the same run",
+    )
     parser.add_argument("--serve-profiled", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.serve_profiled:
@@ -332,11 +358,17 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="adaptive-profile-"))
     report["server"] = serve_and_query(store, queries, workdir, None)
     report["cpu_ratio_server_to_peer"] = report["server"]["cpu_ms"] / report["peer"]["cpu_ms"]
+    if args.baseline_python:
+        report["baseline_server"] = serve_and_query(store, queries, workdir, None, args.baseline_python)
+        report["baseline_server"]["python"] = args.baseline_python
     profiler = None if args.no_profile else ("py-spy" if py_spy() else "cprofile")
     if profiler:
         run = serve_and_query(store, queries, workdir, profiler)
-        raw = sampled_stages(Path(run["profile"])) if profiler == "py-spy" else profiled_stages(Path(run["profile"]))
-        stages = stage_table(raw, run["cpu_ms"])
+        if profiler == "py-spy":  # samples of the thread holding the GIL, warm-up queries included
+            seconds = {k: v / RATE for k, v in sampled_stages(Path(run["profile"])).items()}
+            stages = stage_table(seconds, len(queries) + 3, run["cpu_ms"])
+        else:
+            stages = stage_table(profiled_stages(Path(run["profile"])), len(queries), run["cpu_ms"])
         report["profiled_server"] = {**run, "profiler": profiler, "stages_ms": stages}
         print(f"\nserver CPU per request by stage ({profiler}; {run['cpu_ms']:.1f} ms/request in that run):")
         print("| stage | CPU ms/request | share |\n|---|---|---|")
@@ -353,6 +385,12 @@ def main() -> int:
         f"| server, POST /query/run | {server['cpu_ms']:.1f} | {server['wall_ms']:.1f} |\n"
         f"server CPU / peer CPU = {report['cpu_ratio_server_to_peer']:.2f}"
     )
+    if baseline := report.get("baseline_server"):
+        print(
+            f"baseline server ({baseline['python']}): {baseline['cpu_ms']:.1f} CPU ms/request, "
+            f"{baseline['wall_ms']:.1f} wall ms/request; this server / baseline = "
+            f"{server['cpu_ms'] / baseline['cpu_ms']:.2f} (CPU)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
