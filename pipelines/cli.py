@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adaptive_retrieval.pipelines.cli_args import checked, whole_number
-from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
+from adaptive_retrieval.pipelines.cli_format import error_line, print_query, print_stats
 from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
 from adaptive_retrieval.pipelines.owner_client import ServerCallError
 from adaptive_retrieval.pipelines.owner_client import call_server as _call_server
@@ -438,6 +439,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--batch-files must be at least 1")
     from adaptive_retrieval.pipelines.threads import limit_blas_threads
 
+    # A failing component makes Haystack build a debugging snapshot of the run (saved only on request) and warn
+    # about every input it cannot serialise: noise around the one error line printed below.
+    logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
     try:
         limit_blas_threads()
         return args.func(args, out)
@@ -447,7 +451,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except Exception as err:
         if not isinstance(err, _user_errors()):
             raise
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {error_line(err)}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -11,14 +11,13 @@ Steps, all in one run so that the ratios compare like with like on a shared mach
    queries one at a time (``POST /query/run``) and read the server's CPU seconds (``utime + stime`` of
    ``/proc/PID/stat``) before and after: server CPU per request, and its ratio to the peer;
 4. **profile** (unless ``--no-profile``): the same server again, sampled by ``py-spy`` (``pip install py-spy``;
-   250 samples/s of the thread that holds the GIL: a thread waiting for the GIL or a core is not counted, native
-   code that releases the GIL is not seen and is given by difference from the measured CPU) or, without it, under
-   cProfile in every thread (thread CPU time as the clock; it slows code that makes many small calls most, so read
-   its figures loosely). Each sampled stack
+   250 samples/s of the thread that holds the GIL, so a thread waiting for the GIL is not counted; native code
+   that releases the GIL (ONNX Runtime, Qdrant Edge searches) is not seen) or, without it, under cProfile in every
+   thread (thread CPU time as the clock; it slows code that makes many small calls most). Each sampled stack
    goes to one stage (:func:`stage_of`): HTTP framework (uvicorn, starlette, FastAPI, Hayhooks, anyio), our
    request checks and guard, the pipeline (Haystack's copies of component inputs, its scheduling, each component
-   by its outermost frame), the response (``QueryResponse``, pydantic, JSON); the shares are scaled to that run's
-   CPU per request.
+   by its outermost frame), the response (``QueryResponse``, pydantic, JSON), Hayhooks' access log (loguru); the
+   shares are scaled to that run's measured CPU per request.
 
 Linux only (``/proc``). The load average is printed: on a busy machine read the ratios, not the milliseconds.
 """
@@ -90,7 +89,6 @@ COMPONENTS_DIR = str(Path(importlib.util.find_spec("adaptive_retrieval.component
 
 #: py-spy samples per second.
 RATE = 250
-NOT_SAMPLED = "native code outside the GIL (ONNX Runtime, Qdrant Edge), by difference"
 #: Leaf frames of a thread that waits (an idle event loop, an idle worker): not CPU, left out.
 IDLE_LEAVES = ("Runner.run", "Condition.wait", "Queue.get", "Event.wait", "select", "poll", "_worker")
 
@@ -238,7 +236,8 @@ def serve_and_query(
         command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     elif profiler == "cprofile":
         command = [sys.executable, __file__, "--serve-profiled", str(profile), "--", *serve]
-    with (workdir / f"server-{profiler or 'plain'}-{abs(hash(python))}.log").open("w") as log:
+    label = profiler or ("plain" if python == sys.executable else "baseline")
+    with (workdir / f"server-{label}.log").open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         server = child_pid(process.pid) if profiler == "py-spy" else process.pid
         try:
@@ -321,12 +320,12 @@ def profiled_stages(profile: Path) -> dict[str, float]:
     return dict(totals)
 
 
-def stage_table(seconds: dict[str, float], requests: int, cpu_ms: float) -> dict[str, float]:
-    """Milliseconds per request of each stage (``seconds`` in all), largest first, and what the profile did not
-    see of the measured ``cpu_ms``: native code that runs without the GIL (ONNX Runtime, Qdrant Edge searches)."""
-    table = {k: 1000 * v / requests for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
-    table[NOT_SAMPLED] = cpu_ms - sum(table.values())
-    return table
+def stage_table(seconds: dict[str, float], cpu_ms: float) -> dict[str, float]:
+    """Each stage's share of the profile (``seconds`` or samples per stage) as milliseconds of the measured
+    ``cpu_ms`` per request, largest first. Shares, because on a busy machine a sampled thread that holds the GIL
+    may wait for a core (its samples are wall time), and cProfile's clock slows what it measures."""
+    total = sum(seconds.values()) or 1.0
+    return {k: cpu_ms * v / total for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
 
 
 def main() -> int:
@@ -365,10 +364,9 @@ def main() -> int:
     if profiler:
         run = serve_and_query(store, queries, workdir, profiler)
         if profiler == "py-spy":  # samples of the thread holding the GIL, warm-up queries included
-            seconds = {k: v / RATE for k, v in sampled_stages(Path(run["profile"])).items()}
-            stages = stage_table(seconds, len(queries) + 3, run["cpu_ms"])
+            stages = stage_table({k: float(v) for k, v in sampled_stages(Path(run["profile"])).items()}, run["cpu_ms"])
         else:
-            stages = stage_table(profiled_stages(Path(run["profile"])), len(queries), run["cpu_ms"])
+            stages = stage_table(profiled_stages(Path(run["profile"])), run["cpu_ms"])
         report["profiled_server"] = {**run, "profiler": profiler, "stages_ms": stages}
         print(f"\nserver CPU per request by stage ({profiler}; {run['cpu_ms']:.1f} ms/request in that run):")
         print("| stage | CPU ms/request | share |\n|---|---|---|")
