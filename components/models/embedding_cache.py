@@ -8,7 +8,7 @@ another precision never reuse an entry. Entries live in ``$XDG_CACHE_HOME/adapti
 
 Usage::
 
-    matrix = cached_encode(OnnxEncoder.get("all-MiniLM-L6-v2"), exemplar_texts)
+    matrix = cached_encode(get_encoder("all-MiniLM-L6-v2"), exemplar_texts)
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptive_retrieval.components.models.encoder import TokenEncoder
 from adaptive_retrieval.components.models.paths import PRECISION_FILES
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 logger = logging.getLogger(__name__)
 

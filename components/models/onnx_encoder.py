@@ -1,7 +1,7 @@
 """ONNX Runtime back end of the text encoders: runs an exported model, no torch or transformers import.
 
-Query-time processes stay small and start fast. Obtain instances through :func:`OnnxEncoder.get` (or
-:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one
+Query-time processes stay small and start fast. Obtain instances through
+:func:`adaptive_retrieval.components.models.encoder.get_encoder` so that embedders, router and rankers share one
 session.
 """
 
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from adaptive_retrieval.components.models.encoder import ONNX_PRECISIONS, TokenEncoder, get_encoder
 from adaptive_retrieval.components.models.ort_runtime import onnxruntime_quiet
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
+from adaptive_retrieval.components.models.token_encoder import ONNX_PRECISIONS, TokenEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +69,6 @@ class OnnxEncoder(TokenEncoder):
         self._token_output = token_output or self.session.get_outputs()[0].name
         self.dimension = int(outputs[self._token_output].shape[-1])
         logger.info("Loaded %s (%s, %s, dim=%d)", path, precision, device, self.dimension)
-
-    @classmethod
-    def get(cls, model: str, precision: str | None = None, device: str | None = None) -> TokenEncoder:
-        """The process-wide encoder for ``(model, precision, device)`` (see :func:`get_encoder`)."""
-        return get_encoder(model, precision, device)
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Contextual token embeddings ``[batch, tokens, dim]`` and the attention mask ``[batch, tokens]``."""
