@@ -33,16 +33,13 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_chatgenerator_inplace
 
-from adaptive_retrieval.components.indexing.ids import stable_id
+from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.text.sentences import split_prose, summary_candidates
 
 logger = logging.getLogger(__name__)
 
-SECTION_LEVEL = 1
-DOCUMENT_LEVEL = 2
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _LABEL = re.compile(r"^\s*(?:here is (?:a|the) summary[^:\n]*:|summary\s*:)\s*", re.IGNORECASE)
 
@@ -52,27 +49,6 @@ Write plain sentences that state its main points and name its key terms. No prea
 {text}
 
 Summary:"""
-
-
-def tree_node_id(level: int, doc_id: str, section_id: str = "", segment: int = 0) -> str:
-    """Deterministic id of a summary node: re-indexing a document overwrites its nodes in place."""
-    return stable_id("section-tree", level, doc_id, section_id, segment)
-
-
-def split_sentences(text: str, min_words: int = 5, max_words: int = 60) -> list[str]:
-    """Sentences of ``text`` fit for a summary: prose only (mostly letters), not too short; long ones cut."""
-    out: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        flat = " ".join(paragraph.split())
-        for sentence in _SENTENCE_END.split(flat):
-            words = sentence.split()
-            if len(words) < min_words:
-                continue
-            letters = sum(len(w) for w in _WORD.findall(sentence))
-            if letters < 0.6 * len(sentence.replace(" ", "")):
-                continue  # tables, formulas, reference lists
-            out.append(" ".join(words[:max_words]) + (" …" if len(words) > max_words else ""))
-    return out
 
 
 def segment_runs(embeddings: np.ndarray, max_size: int) -> list[tuple[int, int]]:
@@ -352,7 +328,7 @@ class SectionTreeBuilder:
         centroid = vectors[node.rows].mean(axis=0)
         central = np.argsort(-(vectors[node.rows] @ centroid), kind="stable")[: self.candidate_chunks]
         rows = [node.rows[i] for i in sorted(central)]
-        sentences = [s for row in rows for s in split_sentences(chunks[row].content or "")]
+        sentences = [s for row in rows for s in summary_candidates(chunks[row].content or "")]
         if not sentences:
             return " ".join((chunks[rows[0]].content or "").split()[:budget_words])
         matrix = lexicon.vectors(sentences)
@@ -399,7 +375,7 @@ class SectionTreeBuilder:
         if len(tokens) > words:
             # Over budget: keep whole sentences that fit, or hard-cut the first one.
             kept: list[str] = []
-            for sentence in _SENTENCE_END.split(cleaned):
+            for sentence in split_prose(cleaned):
                 if len(" ".join([*kept, sentence]).split()) > words:
                     break
                 kept.append(sentence)
