@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.pipelines.cli_args import checked, whole_number
 from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
 from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
@@ -270,7 +271,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
     overrides = _store_overrides(args)
-    path = overrides.get("path") or (None if overrides.get("url") else os.environ.get(STORE_PATH_ENV))
+    path = overrides.get("path") or (None if overrides.get("url") else settings.text(STORE_PATH_ENV))
     if path and not os.path.isdir(path):
         msg = f"No index at {path}: index files first with `adaptive-retrieval index --store {path} PATH`"
         raise CliError(msg)

@@ -34,12 +34,13 @@ Usage::
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from adaptive_retrieval.components import settings
 
 
 class QueueFullError(RuntimeError):
@@ -109,9 +110,9 @@ class UploadQueue:
     def from_env(cls) -> UploadQueue:
         """Bounds from ``$ADAPTIVE_UPLOAD_QUEUE`` and ``$ADAPTIVE_UPLOAD_TIMEOUT_S`` (one upload indexes at a time)."""
         return cls(
-            capacity=int(os.environ.get("ADAPTIVE_UPLOAD_QUEUE") or 4),
+            capacity=settings.whole("ADAPTIVE_UPLOAD_QUEUE", minimum=1),
             concurrency=1,
-            budget_s=float(os.environ.get("ADAPTIVE_UPLOAD_TIMEOUT_S") or 600),
+            budget_s=settings.number("ADAPTIVE_UPLOAD_TIMEOUT_S", strict=True),
         )
 
     def retry_after(self) -> int:

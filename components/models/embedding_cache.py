@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.paths import PRECISION_FILES
 from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
@@ -32,9 +33,9 @@ CACHE_DIR_ENV = "ADAPTIVE_CACHE_DIR"
 
 def cache_dir() -> Path:
     """``$ADAPTIVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/adaptive-retrieval/embeddings`` (``~/.cache/...``)."""
-    if configured := os.environ.get(CACHE_DIR_ENV):
+    if configured := settings.text(CACHE_DIR_ENV):
         return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = settings.text("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "adaptive-retrieval" / "embeddings"
 
 

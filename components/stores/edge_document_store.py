@@ -22,7 +22,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.disk_space import occupied_bytes, open_need, require_space
 from adaptive_retrieval.components.stores.edge_checks import ledger_problem, missing_segments, vector_problem
 from adaptive_retrieval.components.stores.edge_conversion import (
@@ -303,7 +303,7 @@ class EdgeDocumentStore:
                 "the store's path"
                 if self.path
                 else f"${QDRANT_PATH_ENV}"
-                if os.environ.get(PATH_ENV)
+                if settings.is_set(PATH_ENV)
                 else (f"the default, as ${QDRANT_PATH_ENV} is not set")
             )
             msg = (
