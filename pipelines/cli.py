@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.pipelines.cli_args import checked, whole_number
 from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
 from adaptive_retrieval.pipelines.model_commands import ModelCommandError, add_models_parser
@@ -40,7 +41,7 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 
-class CliError(Exception):
+class CliError(AdaptiveRetrievalError):
     """A user-facing error: printed as ``error: <message>`` without a traceback."""
 
 

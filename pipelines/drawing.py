@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 
 if TYPE_CHECKING:
     from haystack import Pipeline
@@ -77,7 +78,7 @@ _SVG_CACHE: OrderedDict[str, bytes] = OrderedDict()
 _RENDER_LOCK = threading.Lock()
 
 
-class RendererNotInstalledError(RuntimeError):
+class RendererNotInstalledError(AdaptiveRetrievalError, RuntimeError):
     """mermaid-cli or chromium is missing (``scripts/setup`` installs both)."""
 
 

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.components.indexing.source_limits import CHUNKS_ENV
 
 MB = 1024 * 1024
 
 
-class LimitExceededError(ValueError):
+class LimitExceededError(InputError):
     """A file or request is over a size limit; the message names the limit and the variable that raises it."""
 
 

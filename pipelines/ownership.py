@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
 SUFFIX = ".server.json"
 
 
-class StoreOwnedError(RuntimeError):
+class StoreOwnedError(StoreError, RuntimeError):
     """Another live process serves this store; the message names it."""
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from haystack import Document, Pipeline
 
+from adaptive_retrieval.components.errors import ChannelError
 from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
 from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
 from adaptive_retrieval.components.gating.quality_gate import QualityGate
@@ -169,7 +170,7 @@ def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
     return inputs
 
 
-class NoChannelAnsweredError(RuntimeError):
+class NoChannelAnsweredError(ChannelError, RuntimeError):
     """The retrieval channels failed (all of them, or enough that nothing came back): an empty result would
     read as "nothing matched"."""
 

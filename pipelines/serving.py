@@ -31,6 +31,7 @@ import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
 # modules at once fail ("partially initialized module"). Every wrapper imports this module first and alone, so
 # the whole stack loads once, under this module's import lock, while the other threads wait for it.
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
 from adaptive_retrieval.pipelines.validation import check_top_k
 
@@ -63,7 +64,7 @@ def load_served_pipeline(name: str) -> Pipeline:
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
 
 
-class UploadRejectedError(ValueError):
+class UploadRejectedError(InputError):
     """An uploaded file cannot be indexed (type, size, name or content); the message says why."""
 
 

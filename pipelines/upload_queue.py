@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import BusyError
 
 
-class QueueFullError(RuntimeError):
+class QueueFullError(BusyError):
     """Too many uploads are admitted already; ``retry_after`` says when to try again (seconds)."""
 
     def __init__(self, message: str, retry_after: int) -> None:
@@ -51,7 +52,7 @@ class QueueFullError(RuntimeError):
         self.retry_after = retry_after
 
 
-class TimeBudgetError(RuntimeError):
+class TimeBudgetError(BusyError):
     """An upload waited or ran past its time budget; the work stopped between two batches of files."""
 
     def __init__(self, message: str, retry_after: int) -> None:

@@ -10,6 +10,7 @@ from haystack.marshal import YamlMarshaller
 
 import yaml
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.store_config import (
     NEO4J_URI_ENV,
     QDRANT_URL_ENV,
@@ -59,7 +60,7 @@ _CHECKOUT_YAML = Path(__file__).resolve().parents[1] / "yaml"
 YAML_DIR = _CHECKOUT_YAML if _CHECKOUT_YAML.is_dir() else Path(__file__).resolve().parent / "yaml"
 
 
-class PipelineLoadError(ValueError):
+class PipelineLoadError(InputError):
     """The YAML could not be parsed or does not describe a pipeline this package can build."""
 
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from haystack.document_stores.errors import DocumentStoreError
-
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import StoreError
 
 MIN_FREE_ENV = "ADAPTIVE_MIN_FREE_MB"
 DEFAULT_MIN_FREE_MB = 64.0
@@ -36,7 +35,7 @@ MB = 1024 * 1024
 _ALLOCATE_ON_READ = {"tmpfs", "ramfs", "hugetlbfs"}
 
 
-class InsufficientSpaceError(DocumentStoreError, ValueError):
+class InsufficientSpaceError(StoreError, ValueError):
     """The disk of a store has less free space than it needs plus the margin. A ``ValueError``, so the retrieval
     channels raise it rather than skip themselves (as for a damaged index): every channel would fail alike.
 

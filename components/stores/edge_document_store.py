@@ -35,6 +35,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import StoreError
 from adaptive_retrieval.components.stores.disk_space import occupied_bytes, open_need, require_space
 from adaptive_retrieval.components.stores.edge_checks import ledger_problem, missing_segments, vector_problem
 from adaptive_retrieval.components.stores.edge_conversion import (
@@ -76,11 +77,11 @@ _WRITE_BATCH = 256
 _SCROLL_PAGE = 1024
 
 
-class StoreLockedError(DocumentStoreError, RuntimeError):
+class StoreLockedError(StoreError, RuntimeError):
     """The index folder is open in another process (one process owns an embedded index)."""
 
 
-class StoreFormatError(DocumentStoreError, ValueError):
+class StoreFormatError(StoreError, ValueError):
     """The index folder holds data this store cannot open (an old format, another dimension, a damaged shard): a
     configuration error, so channels raise it instead of skipping themselves."""
 
@@ -90,7 +91,7 @@ class StoreDamagedError(StoreFormatError):
     wrong, so every read raises this instead, with what to run."""
 
 
-class IndexNotFoundError(DocumentStoreError, ValueError):
+class IndexNotFoundError(StoreError, ValueError):
     """A store opened for reading only (``create=False``, the query side) names a folder that holds no index: a
     configuration error (wrong folder or variable, or nothing indexed yet), never an empty result."""
 

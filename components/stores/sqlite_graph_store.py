@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from haystack import default_from_dict, default_to_dict
 
+from adaptive_retrieval.components.errors import StoreError
 from adaptive_retrieval.components.stores.disk_space import require_space
 from adaptive_retrieval.components.stores.graph_store import (
     ENTITY_KINDS,
@@ -104,12 +105,12 @@ REQUIRED_TABLES = frozenset(
 )
 
 
-class GraphStoreDamagedError(ValueError):
+class GraphStoreDamagedError(StoreError, ValueError):
     """The graph file is not this store's database (damaged, emptied, replaced): graph retrieval would answer
     wrong, so it raises (a ``ValueError``, so the retrieval channels do not skip themselves) with what to do."""
 
 
-class GraphNotFoundError(ValueError):
+class GraphNotFoundError(StoreError, ValueError):
     """A graph store opened for reading only (``create=False``, the query side) names a file that does not exist:
     a configuration error (wrong path or variable, or nothing indexed yet), never an empty graph."""
 
