@@ -6,12 +6,12 @@ state that may pass, ``LookupError`` for something missing), so existing ``excep
 The concrete classes live beside the code that raises them (the store errors in ``stores/``, the request errors
 in ``pipelines/``); this module only holds the families.
 
-- :class:`StoreError` — a document or graph store cannot do what was asked (missing, damaged, locked, disk
-  full); also a Haystack ``DocumentStoreError``.
+- :class:`~adaptive_retrieval.components.stores.store_errors.StoreError` — a document or graph store cannot do
+  what was asked (missing, damaged, locked, disk full); also a Haystack ``DocumentStoreError``. It lives with the
+  stores because it needs Haystack, which this module does not import (the CLI's ``--help`` stays fast).
 - :class:`InputError` — the caller's input is refused (too large, malformed, not finite); a ``ValueError``.
   Served, it is a 4xx with the message as its reason.
 - :class:`BusyError` — the service is at capacity or out of time; a ``RuntimeError``. Served, it is a 429/503.
-- :class:`ChannelError` — a query could not be answered by any retrieval channel; a Haystack ``ComponentError``.
 
 Usage::
 
@@ -23,16 +23,9 @@ Usage::
 
 from __future__ import annotations
 
-from haystack.core.errors import ComponentError
-from haystack.document_stores.errors import DocumentStoreError
-
 
 class AdaptiveRetrievalError(Exception):
     """Base of every error the package raises on purpose; its message says what to do."""
-
-
-class StoreError(AdaptiveRetrievalError, DocumentStoreError):
-    """A document or graph store cannot do what was asked."""
 
 
 class InputError(AdaptiveRetrievalError, ValueError):
@@ -41,7 +34,3 @@ class InputError(AdaptiveRetrievalError, ValueError):
 
 class BusyError(AdaptiveRetrievalError, RuntimeError):
     """The service is at capacity or out of time; trying again later may succeed."""
-
-
-class ChannelError(AdaptiveRetrievalError, ComponentError):
-    """No retrieval channel could answer a query."""

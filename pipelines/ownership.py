@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.errors import StoreError
+from adaptive_retrieval.components.stores.store_errors import StoreError
 
 logger = logging.getLogger(__name__)
 

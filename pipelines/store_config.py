@@ -8,12 +8,16 @@ from typing import Any
 from haystack.utils import Secret
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.edge_shards import DEFAULT_PAYLOAD_INDEXES
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.components.stores.locations import (
     GRAPH_FILE,
     GRAPH_PATH_ENV,
+    NEO4J_DATABASE_ENV,
+    NEO4J_URI_ENV,
     QDRANT_PATH_ENV,
+    QDRANT_URL_ENV,
     graph_file,
     qdrant_folder,
 )
@@ -22,10 +26,16 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphS
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
-QDRANT_URL_ENV = "QDRANT_URL"
-NEO4J_URI_ENV = "NEO4J_URI"
-NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
-__all__ = ["GRAPH_FILE", "GRAPH_PATH_ENV", "QDRANT_PATH_ENV", "make_graph_store", "make_store", "qdrant_folder"]
+__all__ = [
+    "GRAPH_FILE",
+    "GRAPH_PATH_ENV",
+    "NEO4J_URI_ENV",
+    "QDRANT_PATH_ENV",
+    "QDRANT_URL_ENV",
+    "make_graph_store",
+    "make_store",
+    "qdrant_folder",
+]
 
 
 def make_store(

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.errors import StoreError
+from adaptive_retrieval.components.stores.store_errors import StoreError
 
 MIN_FREE_ENV = "ADAPTIVE_MIN_FREE_MB"
 DEFAULT_MIN_FREE_MB = 64.0

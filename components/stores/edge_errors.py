@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adaptive_retrieval.components.errors import StoreError
+from adaptive_retrieval.components.stores.store_errors import StoreError
 
 
 class StoreLockedError(StoreError, RuntimeError):

@@ -22,6 +22,10 @@ QDRANT_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
 #: The embedded graph store's SQLite file (default: ``graph.sqlite`` beside the Qdrant folder).
 GRAPH_PATH_ENV = "ADAPTIVE_GRAPH_PATH"
 GRAPH_FILE = "graph.sqlite"
+#: A Qdrant server or cluster instead of the embedded index; a Neo4j server instead of the SQLite graph.
+QDRANT_URL_ENV = "QDRANT_URL"
+NEO4J_URI_ENV = "NEO4J_URI"
+NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
 APP_NAME = "adaptive-retrieval"
 #: The command that creates an index, quoted in "index not found" errors.
 INDEX_COMMAND = "adaptive-retrieval index --store FOLDER FILES..."
