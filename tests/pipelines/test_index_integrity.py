@@ -32,7 +32,7 @@ from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, graph
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOPICS = {"try.md": "try", "with.txt": "with", "lambda.md": "lambda"}
 
 
