@@ -303,20 +303,34 @@ def serve_profiled(out: Path, argv: list[str]) -> int:
 
 
 def profiled_stages(profile: Path) -> dict[str, float]:
-    """Self CPU seconds per stage of a cProfile file: a Python function counts for the stage of its file, a C
-    function for its callers' stages in proportion to the time each caller spent in it."""
+    """Self CPU seconds per stage of a cProfile file. A function in a file that names a stage counts for it; any
+    other (C functions, the standard library) counts for its callers' stages, in proportion to the time each caller
+    spent in it, followed up the callers until a stage is found."""
     stats = pstats.Stats(str(profile)).stats  # type: ignore[attr-defined]
+    resolved: dict[tuple, dict[str, float]] = {}
+
+    def stages_of(func: tuple, seen: frozenset) -> dict[str, float]:
+        if func in resolved:
+            return resolved[func]
+        filename, _, name = func
+        stage = None if filename.startswith("~") else stage_of([(name, filename)])
+        if stage is not None and stage != "other":
+            share = {stage: 1.0}
+        else:
+            callers = {c: e[3] for c, e in stats.get(func, (0, 0, 0, 0, {}))[4].items() if c not in seen}
+            weight = sum(callers.values())
+            share = defaultdict(float)
+            for caller, t in callers.items():
+                for k, v in stages_of(caller, seen | {func}).items():
+                    share[k] += v * t / weight
+            share = dict(share) or {stage or "other": 1.0}
+        resolved[func] = share
+        return share
+
     totals: dict[str, float] = defaultdict(float)
-    for (filename, _, name), (_, _, tottime, _, callers) in stats.items():
-        if not filename.startswith("~"):
-            totals[stage_of([(name, filename)]) or "start-up"] += tottime
-            continue
-        spent = {c: entry[3] for c, entry in callers.items() if not c[0].startswith("~")}
-        weight = sum(spent.values())
-        for (file, _, func), t in spent.items():
-            totals[stage_of([(func, file)]) or "start-up"] += tottime * t / weight
-        if not weight:
-            totals["other"] += tottime
+    for func, (_, _, tottime, _, _) in stats.items():
+        for stage, fraction in stages_of(func, frozenset()).items():
+            totals[stage] += tottime * fraction
     return dict(totals)
 
 
@@ -333,7 +347,10 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=1000, help="synthetic passages in the index (default 1000)")
     parser.add_argument("--queries", type=int, default=150, help="timed queries per measurement (default 150)")
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the benchmark indexes are cached")
-    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile run")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiled run")
+    parser.add_argument(
+        "--profiler", choices=("py-spy", "cprofile"), help="default: py-spy when installed, else cProfile"
+    )
     parser.add_argument("--top", type=int, default=25, help="stages listed in the profile table")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument(
@@ -360,7 +377,9 @@ def main() -> int:
     if args.baseline_python:
         report["baseline_server"] = serve_and_query(store, queries, workdir, None, args.baseline_python)
         report["baseline_server"]["python"] = args.baseline_python
-    profiler = None if args.no_profile else ("py-spy" if py_spy() else "cprofile")
+    profiler = None if args.no_profile else (args.profiler or ("py-spy" if py_spy() else "cprofile"))
+    if profiler == "py-spy" and not py_spy():
+        parser.error("--profiler py-spy: py-spy is not installed (pip install py-spy)")
     if profiler:
         run = serve_and_query(store, queries, workdir, profiler)
         if profiler == "py-spy":  # samples of the thread holding the GIL, warm-up queries included
