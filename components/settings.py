@@ -180,7 +180,7 @@ _SETTINGS = (
         "ADAPTIVE_NODE_MODULES",
         None,
         "diagrams",
-        "The `node_modules` folder holding mermaid-cli (default: the checkout's).",
+        "The `node_modules` folder holding mermaid-cli (default: the checkout's `scripts/renderer/node_modules`).",
     ),
     Setting(
         "PUPPETEER_EXECUTABLE_PATH",

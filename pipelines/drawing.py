@@ -2,8 +2,8 @@
 or to a self-contained HTML page (mermaid.js from ``node_modules``).
 
 Haystack's ``Pipeline.draw``/``show`` post the graph to mermaid.ink, which fails offline; everything here runs
-locally. ``scripts/setup`` installs the renderer: ``apt-get install chromium`` and ``npm ci`` (``package.json``
-at the repository root pins ``@mermaid-js/mermaid-cli`` and ``mermaid``).
+locally. ``scripts/setup`` installs the renderer: ``apt-get install chromium`` and ``npm ci`` in ``scripts/renderer/``
+(its ``package.json`` pins ``@mermaid-js/mermaid-cli`` and ``mermaid``).
 
 Usage::
 
@@ -84,7 +84,7 @@ class RendererNotInstalledError(AdaptiveRetrievalError, RuntimeError):
 
 def node_modules() -> Path:
     """The ``node_modules`` folder holding mermaid-cli and mermaid.js."""
-    return Path(settings.text(NODE_MODULES_ENV) or REPO_ROOT / "node_modules")
+    return Path(settings.text(NODE_MODULES_ENV) or REPO_ROOT / "scripts" / "renderer" / "node_modules")
 
 
 def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:

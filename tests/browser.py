@@ -11,6 +11,7 @@ Whether the server *acted* is for the test to check on the server (store count, 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+NODE_MODULES = REPO / "scripts" / "renderer" / "node_modules"
 DRIVER = Path(__file__).resolve().parent / "browser_page.cjs"
 #: The text the attacking page uploads; a query for it must find nothing afterwards.
 PLANTED = "plantedxyzzy"
@@ -94,8 +96,8 @@ def browser_missing() -> str | None:
     """Why the browser tests cannot run here (``None`` when they can)."""
     if shutil.which("chromium") is None:
         return "chromium is not installed (scripts/setup installs it with apt-get when run as root)"
-    if shutil.which("node") is None or not (REPO / "node_modules" / "puppeteer").is_dir():
-        return "node or node_modules/puppeteer is missing (scripts/setup runs npm ci)"
+    if shutil.which("node") is None or not (NODE_MODULES / "puppeteer").is_dir():
+        return "node or scripts/renderer/node_modules/puppeteer is missing (scripts/setup runs npm ci)"
     return None
 
 
@@ -133,6 +135,8 @@ def open_page(url: str, timeout_s: float = 90.0, expression: str | None = None) 
         capture_output=True,
         text=True,
         cwd=REPO,
+        # The driver lives in tests/, puppeteer in the renderer's node_modules: tell node where to find it.
+        env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
         timeout=timeout_s + 60,
         check=False,
     )

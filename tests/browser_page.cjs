@@ -1,4 +1,4 @@
-// Open a page in a real headless Chromium (puppeteer from the repository's node_modules, driving Debian's
+// Open a page in a real headless Chromium (puppeteer from scripts/renderer/node_modules through NODE_PATH, driving Debian's
 // chromium), wait until the page sets `window.done`, and print `window.results` as JSON.
 //
 //   node tests/browser_page.cjs URL [TIMEOUT_MS [EXPRESSION]]
