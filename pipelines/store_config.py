@@ -10,6 +10,7 @@ process, which :func:`shared_in_process_store` gives to every component of every
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -84,9 +85,10 @@ def shared_in_process_store(store: Any) -> Any:
     pipelines must hold the same store object. The stores are created lazily (no client until first use), so
     the ones replaced here never open anything.
     """
-    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
-
-    if not isinstance(store, QdrantDocumentStore):
+    # A QdrantDocumentStore exists only once its module is loaded: the embedded path never imports qdrant-client
+    # (its models take over a second to import, most of a one-shot CLI query).
+    module = sys.modules.get("haystack_integrations.document_stores.qdrant")
+    if module is None or not isinstance(store, module.QdrantDocumentStore):
         return store
     location = getattr(store, "location", None)
     path = getattr(store, "path", None)
