@@ -16,7 +16,10 @@ Per system: recall@5, recall@10, full@10, mrr, ndcg@10 over passage ids, p50/p95
 in turn on each question, so load on the machine affects them alike), and the same per question type. For the
 adaptive system the routed intent of every question is tallied against the question type (confusion matrix).
 ``--drop-channel C`` adds the system ``adaptive_no_C``: the same pipeline and index without channel ``C``, asked
-in the same run. Question types such as MuSiQue's 2hop/3hop/4hop get a compact full@10 / recall@10 table with
+in the same run. ``--fixed-profile [FILE]`` adds ``adaptive_fixed``: the same pipeline with one profile for every
+query (the packaged ``fixed_profile`` that ``scripts/calibrate_profiles.py --fixed --write`` fitted on the routed
+profiles' training questions, or the one in FILE), the peer that routing has to beat. Question types such as
+MuSiQue's 2hop/3hop/4hop get a compact full@10 / recall@10 table with
 the ratio to the stock RRF hybrid. With both adaptive and the stock RRF hybrid asked, the report also counts the
 questions only one of them fully supports and gives 95 % bootstrap intervals (over the questions) of the full@10
 ratio and of adaptive's full@10 per type: on 100 questions one question moves full@10 by 0.01. ``--musique`` reads
@@ -112,6 +115,7 @@ def evaluate(
     split: str = "all",
     joiner_k: int | None = None,
     drop_channels: list[str] | None = None,
+    fixed_profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Index ``evalset`` for every system, ask every question of every system in turn, and aggregate."""
     unknown = sorted(set(systems) - set(ALL_SYSTEMS))
@@ -137,12 +141,14 @@ def evaluate(
         variants[ADAPTIVE] = adaptive.pipeline
         for channel in drop_channels or []:
             variants[f"{ADAPTIVE}_no_{channel}"] = adaptive.load_query(drop_channels=(channel,))
+        if fixed_profile is not None:
+            variants[f"{ADAPTIVE}_fixed"] = adaptive.load_query(fixed_profile=fixed_profile)
         if joiner_k is not None:
             # The RRF constant is a plain attribute of the joiner: sweep it without editing the YAML.
             for pipeline in variants.values():
                 pipeline.get_component("joiner").k = joiner_k
-    elif drop_channels:
-        raise SystemExit("--drop-channel needs the adaptive system")
+    elif drop_channels or fixed_profile is not None:
+        raise SystemExit("--drop-channel and --fixed-profile need the adaptive system")
     systems = [*systems, *(v for v in variants if v != ADAPTIVE)]
 
     def ask(system: str, question: str) -> tuple[list[str], float, dict[str, Any] | None]:
@@ -179,6 +185,7 @@ def evaluate(
                 entry["gate"] = gate.get("decision")
             if result is not None and system == ADAPTIVE:
                 confusion[q.type][result["intent"]] += 1
+                entry["probabilities"] = result.get("routing", {}).get("probabilities")
                 for stage, value in result["timings_ms"].items():
                     stage_ms[stage].append(value)
             record["systems"][system] = entry
@@ -350,6 +357,21 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def read_fixed_profile(source: str) -> dict[str, Any]:
+    """The fixed profile ``--fixed-profile`` names: ``packaged`` (the profiles file's ``fixed_profile``), or a JSON
+    file holding a profile or a profiles file."""
+    if source == "packaged":
+        from adaptive_retrieval.components.routing.profiles import load_profiles_file
+
+        data = load_profiles_file()
+    else:
+        data = json.loads(Path(source).read_text(encoding="utf-8"))
+    profile = data.get("fixed_profile", {}).get("profile") if "fixed_profile" in data else data
+    if not isinstance(profile, dict) or "weights" not in profile:
+        raise SystemExit(f"--fixed-profile {source}: no fixed profile (calibrate_profiles.py --fixed --write fits one)")
+    return profile
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_jsonl_arguments(parser)
@@ -382,6 +404,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         help="also ask the adaptive pipeline without this channel (system adaptive_no_<channel>); repeatable",
     )
+    parser.add_argument(
+        "--fixed-profile",
+        nargs="?",
+        const="packaged",
+        default=None,
+        metavar="FILE",
+        help="also ask the pipeline with one profile for every query (adaptive_fixed): the packaged fixed profile, "
+        "or FILE's (a profile, or a profiles file with fixed_profile)",
+    )
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
     parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
     parser.add_argument("--json", help="write the full report (with per-question results) here")
@@ -409,6 +440,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             split=args.split,
             joiner_k=args.joiner_k,
             drop_channels=args.drop_channel,
+            fixed_profile=None if args.fixed_profile is None else read_fixed_profile(args.fixed_profile),
         )
     finally:
         # Close the local Qdrant clients while the interpreter is intact (and free the folder's lock).
