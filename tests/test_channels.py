@@ -122,7 +122,7 @@ def test_a_misspelt_or_missing_channel_in_a_profile_is_an_error() -> None:
 def test_the_router_channel_set_is_checked() -> None:
     with pytest.raises(ValueError, match="Unknown retrieval channel 'graph_remote'"):
         IntentRouter(channels=["dense", "graph_remote"])
-    with pytest.raises(ValueError, match="takes 'nearest' from channel 'dense'"):
+    with pytest.raises(ValueError, match="'graph_local' takes its documents from channel 'dense'"):
         check_channel_set(["sparse", "graph_local"])
     with pytest.raises(ValueError, match="distinct"):
         check_channel_set(["dense", "dense"])
