@@ -44,6 +44,9 @@ DEFAULT_PROFILES: dict[str, dict[str, Any]] = _FILE["profiles"]
 #: calibration fitted with the walk in the pipeline; DEFAULT_PROFILES are those profiles without it
 #: (renormalised), so ``with_channel_share(DEFAULT_PROFILES, "graph_ppr", PPR_SHARES)`` gives the fitted profiles.
 PPR_SHARES: dict[str, float] = _FILE["channel_shares"]["graph_ppr"]["shares"]
+#: graph_global's share per intent in yaml/query_ppr.yaml (the pipeline with every channel, the opt-in ones too):
+#: hand-set, taken out of DEFAULT_PROFILES when the channel became opt-in.
+GLOBAL_SHARES: dict[str, float] = _FILE["channel_shares"]["graph_global"]["shares"]
 
 _REQUIRED = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
 
