@@ -93,12 +93,15 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
                 "query_ppr",
                 "--drop-channel",
                 "graph_ppr",
+                "--fixed-profile",
             ]
         )
         assert again["indexing"]["adaptive"]["cached"] is True and again["indexing"]["stock"]["cached"] is True
         assert again["systems"]["adaptive"]["recall@10"] == 1.0
         # The ablation runs the same index without the channel, in the same run, and gets its own row per type.
-        assert set(again["systems"]) == {"stock_hybrid_rrf", "adaptive", "adaptive_no_graph_ppr"}
+        # ... and with the packaged fixed profile for every query (the peer routing has to beat).
+        assert set(again["systems"]) == {"stock_hybrid_rrf", "adaptive", "adaptive_no_graph_ppr", "adaptive_fixed"}
+        assert again["systems"]["adaptive_fixed"]["recall@10"] == 1.0
         by_hop = again["by_hop"]
         assert set(by_hop["adaptive_no_graph_ppr"]) == {"all", "factual", "comparison"}
         assert by_hop["adaptive"]["all"]["full@10_vs_stock_hybrid_rrf"] is not None
