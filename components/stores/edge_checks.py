@@ -60,6 +60,21 @@ def ledger_problem(store: Any) -> str | None:
 def vector_problem(documents: Iterable[Document], normalised: bool) -> str | None:
     """Why the vectors or scores a search returned cannot be right (non-finite values, or a norm other than 1 where
     the index stores normalised vectors), or ``None``."""
+    documents = list(documents)
+    vectors = [d.embedding for d in documents if d.embedding is not None]
+    # One matrix for the whole result (a search returns vectors of one dimension): the usual "all fine" answer
+    # costs one numpy pass instead of three per document; a problem is then named document by document.
+    if vectors and len({len(v) for v in vectors}) == 1:
+        matrix = np.asarray(vectors, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            norms = np.linalg.norm(matrix, axis=1)
+        scores = np.asarray([d.score for d in documents if d.score is not None], dtype=np.float64)
+        if (
+            np.isfinite(matrix).all()
+            and np.isfinite(scores).all()
+            and (not normalised or (np.abs(norms - 1.0) <= NORM_TOLERANCE).all())
+        ):
+            return None
     for doc in documents:
         if doc.score is not None and not np.isfinite(doc.score):
             return f"document {doc.id} came back with the score {doc.score}"
