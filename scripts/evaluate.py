@@ -69,6 +69,7 @@ from evaluation.systems import (
     AdaptiveSystem,
     StockSystems,
     eval_folder,
+    read_fixed_profile,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,15 +139,7 @@ def evaluate(
         log(f"[index] adaptive: {len(evalset.passages)} passages ...")
         indexing[ADAPTIVE] = adaptive.index(evalset, force=not use_cache)
         log(f"[index] adaptive: {indexing[ADAPTIVE]}")
-        variants[ADAPTIVE] = adaptive.pipeline
-        for channel in drop_channels or []:
-            variants[f"{ADAPTIVE}_no_{channel}"] = adaptive.load_query(drop_channels=(channel,))
-        if fixed_profile is not None:
-            variants[f"{ADAPTIVE}_fixed"] = adaptive.load_query(fixed_profile=fixed_profile)
-        if joiner_k is not None:
-            # The RRF constant is a plain attribute of the joiner: sweep it without editing the YAML.
-            for pipeline in variants.values():
-                pipeline.get_component("joiner").k = joiner_k
+        variants = adaptive_variants(adaptive, drop_channels or [], fixed_profile, joiner_k)
     elif drop_channels or fixed_profile is not None:
         raise SystemExit("--drop-channel and --fixed-profile need the adaptive system")
     systems = [*systems, *(v for v in variants if v != ADAPTIVE)]
@@ -212,6 +205,23 @@ def evaluate(
     report["by_hop"] = by_type_table(report["systems"])
     report["uncertainty"] = uncertainty(per_question)
     return report
+
+
+def adaptive_variants(
+    adaptive: AdaptiveSystem, drop_channels: list[str], fixed_profile: dict[str, Any] | None, joiner_k: int | None
+) -> dict[str, Any]:
+    """The adaptive pipeline and its variants over the same index: without each of ``drop_channels``
+    (``adaptive_no_<channel>``), with ``fixed_profile`` for every query (``adaptive_fixed``); ``joiner_k`` sets the
+    RRF constant of all of them (a plain attribute of the joiner: swept without editing the YAML)."""
+    variants = {ADAPTIVE: adaptive.pipeline}
+    for channel in drop_channels:
+        variants[f"{ADAPTIVE}_no_{channel}"] = adaptive.load_query(drop_channels=(channel,))
+    if fixed_profile is not None:
+        variants[f"{ADAPTIVE}_fixed"] = adaptive.load_query(fixed_profile=fixed_profile)
+    if joiner_k is not None:
+        for pipeline in variants.values():
+            pipeline.get_component("joiner").k = joiner_k
+    return variants
 
 
 def uncertainty(per_question: list[dict[str, Any]], baseline: str = "stock_hybrid_rrf") -> dict[str, Any]:
@@ -357,21 +367,6 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def read_fixed_profile(source: str) -> dict[str, Any]:
-    """The fixed profile ``--fixed-profile`` names: ``packaged`` (the profiles file's ``fixed_profile``), or a JSON
-    file holding a profile or a profiles file."""
-    if source == "packaged":
-        from adaptive_retrieval.components.routing.profiles import load_profiles_file
-
-        data = load_profiles_file()
-    else:
-        data = json.loads(Path(source).read_text(encoding="utf-8"))
-    profile = data.get("fixed_profile", {}).get("profile") if "fixed_profile" in data else data
-    if not isinstance(profile, dict) or "weights" not in profile:
-        raise SystemExit(f"--fixed-profile {source}: no fixed profile (calibrate_profiles.py --fixed --write fits one)")
-    return profile
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_jsonl_arguments(parser)
@@ -404,15 +399,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         help="also ask the adaptive pipeline without this channel (system adaptive_no_<channel>); repeatable",
     )
-    parser.add_argument(
-        "--fixed-profile",
-        nargs="?",
-        const="packaged",
-        default=None,
-        metavar="FILE",
-        help="also ask the pipeline with one profile for every query (adaptive_fixed): the packaged fixed profile, "
-        "or FILE's (a profile, or a profiles file with fixed_profile)",
-    )
+    fixed = "also ask the pipeline with one profile for every query (adaptive_fixed): the packaged one, or FILE's"
+    parser.add_argument("--fixed-profile", nargs="?", const="packaged", metavar="FILE", help=fixed)
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
     parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
     parser.add_argument("--json", help="write the full report (with per-question results) here")

@@ -41,7 +41,7 @@ from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMe
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
-from adaptive_retrieval.components.routing.profiles import INTENTS
+from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
 from evaluation.data import EvalSet, Passage
 from evaluation.metrics import passage_ranking
 
@@ -277,6 +277,16 @@ def with_fixed_profile(text: str, profile: dict[str, Any]) -> str:
     intents = list(params.get("profiles") or params.get("exemplars") or INTENTS)
     params["profiles"] = {intent: copy.deepcopy(fixed) for intent in intents}
     return YamlMarshaller().marshal(data)
+
+
+def read_fixed_profile(source: str) -> dict[str, Any]:
+    """The fixed profile ``--fixed-profile`` names: ``packaged`` (the profiles file's ``fixed_profile``), or a JSON
+    file holding a profile or a profiles file."""
+    data = load_profiles_file() if source == "packaged" else json.loads(Path(source).read_text(encoding="utf-8"))
+    profile = data.get("fixed_profile", {}).get("profile") if "fixed_profile" in data else data
+    if not isinstance(profile, dict) or "weights" not in profile:
+        raise SystemExit(f"--fixed-profile {source}: no fixed profile (calibrate_profiles.py --fixed --write fits one)")
+    return profile
 
 
 def _entry_joiner(pipeline: Pipeline) -> str:
