@@ -41,14 +41,12 @@ CHANNEL_SOURCES = {
     SPARSE_EMBEDDING: "sparse_embedder.sparse_embedding",
     STRUCTURAL: "router.structural",
 }
-#: RRF constant of the query pipeline's joiner. Chosen on hotpotqa100's training split (evaluate.py --split train,
-#: k in 5/10/20/30/60: full@10 0.829/0.843/0.814/0.800/0.814) and checked on its held-out split (0.900 vs 0.833 at
-#: the textbook 60) and on ARAGOG (MRR 0.986 vs 0.983). A small k lets a bridge passage that only one channel
-#: ranks near its top (graph_local) beat passages that every channel ranks mid-list.
+#: RRF constant of the query pipeline's joiner, chosen on hotpotqa100's training split (scripts/README.md,
+#: "Calibrating the router"). A small k lets a bridge passage that only one channel ranks near its top
+#: (graph_local) beat passages that every channel ranks mid-list.
 FUSION_K = 10
 #: The late-interaction ranker (when a profile turns it on) reorders the first 10 documents only: its cost stays
-#: bounded and the set of the first 10 never changes (scripts/eval_rerank.py: reranking all 15 of a profile's
-#: top_k lost full@10 on hotpotqa100 and musique_dev100; the first 10 kept it).
+#: bounded and the set of the first 10 never changes (scripts/README.md, "Ablations of single parts": Reranker).
 RERANK_TOP = 10
 
 

@@ -10,7 +10,12 @@ import logging
 from pathlib import Path
 
 import yaml
-from adaptive_retrieval.components.routing.profiles import PPR_SHARES, default_profiles, with_channel_share
+from adaptive_retrieval.components.routing.profiles import (
+    GLOBAL_SHARES,
+    PPR_SHARES,
+    default_profiles,
+    with_channel_share,
+)
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
@@ -18,8 +23,10 @@ from adaptive_retrieval.pipelines.yaml_io import dump_pipeline, dumps_pipeline, 
 
 
 def ppr_profiles() -> dict:
-    """The default profiles with graph_ppr at its :data:`PPR_SHARES`."""
-    return with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
+    """The default profiles with the opt-in channels at their shares: graph_global at :data:`GLOBAL_SHARES`, then
+    graph_ppr at :data:`PPR_SHARES`."""
+    with_global = with_channel_share(default_profiles(), "graph_global", GLOBAL_SHARES)
+    return with_channel_share(with_global, "graph_ppr", PPR_SHARES)
 
 
 def main() -> None:
@@ -35,8 +42,8 @@ def main() -> None:
     for name, pipeline in (
         ("indexing", build_indexing_pipeline(store)),
         ("query", build_query_pipeline(reader)),
-        # The opt-in pipeline with the personalised-PageRank channel (issue 18).
-        ("query_ppr", build_query_pipeline(reader, graph_ppr=True, profiles=ppr_profiles())),
+        # The opt-in pipeline with every channel: the personalised-PageRank walk (issue 18) and graph_global.
+        ("query_ppr", build_query_pipeline(reader, opt_in=("graph_global", "graph_ppr"), profiles=ppr_profiles())),
     ):
         path = dump_pipeline(pipeline, Path(args.out) / f"{name}.yaml")
         text = path.read_text(encoding="utf-8")

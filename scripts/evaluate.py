@@ -16,7 +16,10 @@ Per system: recall@5, recall@10, full@10, mrr, ndcg@10 over passage ids, p50/p95
 in turn on each question, so load on the machine affects them alike), and the same per question type. For the
 adaptive system the routed intent of every question is tallied against the question type (confusion matrix).
 ``--drop-channel C`` adds the system ``adaptive_no_C``: the same pipeline and index without channel ``C``, asked
-in the same run. Question types such as MuSiQue's 2hop/3hop/4hop get a compact full@10 / recall@10 table with
+in the same run. ``--fixed-profile [FILE]`` adds ``adaptive_fixed``: the same pipeline with one profile for every
+query (the packaged ``fixed_profile`` that ``scripts/calibrate_profiles.py --fixed --write`` fitted on the routed
+profiles' training questions, or the one in FILE), the peer that routing has to beat. Question types such as
+MuSiQue's 2hop/3hop/4hop get a compact full@10 / recall@10 table with
 the ratio to the stock RRF hybrid. With both adaptive and the stock RRF hybrid asked, the report also counts the
 questions only one of them fully supports and gives 95 % bootstrap intervals (over the questions) of the full@10
 ratio and of adaptive's full@10 per type: on 100 questions one question moves full@10 by 0.01. ``--musique`` reads
@@ -66,6 +69,7 @@ from evaluation.systems import (
     AdaptiveSystem,
     StockSystems,
     eval_folder,
+    read_fixed_profile,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +116,7 @@ def evaluate(
     split: str = "all",
     joiner_k: int | None = None,
     drop_channels: list[str] | None = None,
+    fixed_profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Index ``evalset`` for every system, ask every question of every system in turn, and aggregate."""
     unknown = sorted(set(systems) - set(ALL_SYSTEMS))
@@ -134,15 +139,9 @@ def evaluate(
         log(f"[index] adaptive: {len(evalset.passages)} passages ...")
         indexing[ADAPTIVE] = adaptive.index(evalset, force=not use_cache)
         log(f"[index] adaptive: {indexing[ADAPTIVE]}")
-        variants[ADAPTIVE] = adaptive.pipeline
-        for channel in drop_channels or []:
-            variants[f"{ADAPTIVE}_no_{channel}"] = adaptive.load_query(drop_channels=(channel,))
-        if joiner_k is not None:
-            # The RRF constant is a plain attribute of the joiner: sweep it without editing the YAML.
-            for pipeline in variants.values():
-                pipeline.get_component("joiner").k = joiner_k
-    elif drop_channels:
-        raise SystemExit("--drop-channel needs the adaptive system")
+        variants = adaptive_variants(adaptive, drop_channels or [], fixed_profile, joiner_k)
+    elif drop_channels or fixed_profile is not None:
+        raise SystemExit("--drop-channel and --fixed-profile need the adaptive system")
     systems = [*systems, *(v for v in variants if v != ADAPTIVE)]
 
     def ask(system: str, question: str) -> tuple[list[str], float, dict[str, Any] | None]:
@@ -179,6 +178,7 @@ def evaluate(
                 entry["gate"] = gate.get("decision")
             if result is not None and system == ADAPTIVE:
                 confusion[q.type][result["intent"]] += 1
+                entry["probabilities"] = result.get("routing", {}).get("probabilities")
                 for stage, value in result["timings_ms"].items():
                     stage_ms[stage].append(value)
             record["systems"][system] = entry
@@ -205,6 +205,23 @@ def evaluate(
     report["by_hop"] = by_type_table(report["systems"])
     report["uncertainty"] = uncertainty(per_question)
     return report
+
+
+def adaptive_variants(
+    adaptive: AdaptiveSystem, drop_channels: list[str], fixed_profile: dict[str, Any] | None, joiner_k: int | None
+) -> dict[str, Any]:
+    """The adaptive pipeline and its variants over the same index: without each of ``drop_channels``
+    (``adaptive_no_<channel>``), with ``fixed_profile`` for every query (``adaptive_fixed``); ``joiner_k`` sets the
+    RRF constant of all of them (a plain attribute of the joiner: swept without editing the YAML)."""
+    variants = {ADAPTIVE: adaptive.pipeline}
+    for channel in drop_channels:
+        variants[f"{ADAPTIVE}_no_{channel}"] = adaptive.load_query(drop_channels=(channel,))
+    if fixed_profile is not None:
+        variants[f"{ADAPTIVE}_fixed"] = adaptive.load_query(fixed_profile=fixed_profile)
+    if joiner_k is not None:
+        for pipeline in variants.values():
+            pipeline.get_component("joiner").k = joiner_k
+    return variants
 
 
 def uncertainty(per_question: list[dict[str, Any]], baseline: str = "stock_hybrid_rrf") -> dict[str, Any]:
@@ -382,6 +399,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         help="also ask the adaptive pipeline without this channel (system adaptive_no_<channel>); repeatable",
     )
+    fixed = "also ask the pipeline with one profile for every query (adaptive_fixed): the packaged one, or FILE's"
+    parser.add_argument("--fixed-profile", nargs="?", const="packaged", metavar="FILE", help=fixed)
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
     parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
     parser.add_argument("--json", help="write the full report (with per-question results) here")
@@ -409,6 +428,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             split=args.split,
             joiner_k=args.joiner_k,
             drop_channels=args.drop_channel,
+            fixed_profile=None if args.fixed_profile is None else read_fixed_profile(args.fixed_profile),
         )
     finally:
         # Close the local Qdrant clients while the interpreter is intact (and free the folder's lock).

@@ -1,10 +1,11 @@
-"""The retrieval channels, each registered once: its component (whose ``channel`` class attribute is the channel's
-name), the query inputs it takes, the stores it needs, its default weight and whether a pipeline has it by default.
+"""The retrieval channels' components, each registered once: its component (whose ``channel`` class attribute is the
+channel's name), the query inputs it takes and the stores it needs.
 
-Everything else that knows the channels is derived from :data:`CHANNELS`: the query pipeline's wiring
-(``build_query_pipeline`` adds and connects every channel it lists), the joiner's channel sockets, the router's
-channel set (``IntentRouter(channels=...)``, which profiles are validated against) and the tests that check every
-channel against :class:`RetrievalChannel`.
+The channels' names, default weights and which are opt-in live apart, in the pure
+:mod:`adaptive_retrieval.components.channel_names` (what the router and the profiles import); this module maps
+each name to its class and checks at import that both name the same channels in the same order. The query
+pipeline's wiring (``build_query_pipeline`` adds and connects every channel it lists), the joiner's channel
+sockets and the tests that check every channel against :class:`RetrievalChannel` are derived from :data:`CHANNELS`.
 
 **What a channel component looks like** (:class:`RetrievalChannel`, checked by :func:`check_channel_sockets`):
 
@@ -21,20 +22,26 @@ Usage::
 
     from adaptive_retrieval.components.retrieval.channels import CHANNELS, pipeline_channels
 
-    pipeline_channels()                     # ['dense', 'sparse', 'section', 'graph_local', 'graph_global', 'bridge']
+    pipeline_channels()                     # ['dense', 'sparse', 'section', 'graph_local', 'bridge']
     pipeline_channels(opt_in=["graph_ppr"])  # ... + 'graph_ppr'
     CHANNELS["dense"].inputs                 # {'query_embedding': 'query_embedding'}
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from haystack import Document
 
+from adaptive_retrieval.components.channel_names import (
+    CHANNEL_NAMES,
+    channel_name,
+)
+from adaptive_retrieval.components.channel_names import check_channel_set as check_channel_set
+from adaptive_retrieval.components.channel_names import pipeline_channels as pipeline_channels
 from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever
 from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
@@ -89,16 +96,25 @@ class ChannelSpec:
     :param stores: the stores the component takes at init, by parameter name (``document_store``,
         ``graph_store``).
     :param init_parameters: further init parameters the query pipeline gives it.
-    :param default_weight: the weight of this channel in a profile that does not name it.
-    :param opt_in: ``True``: a pipeline has the channel only when asked (``build_query_pipeline(graph_ppr=True)``).
+
+    Its default weight and whether it is opt-in come from its name's entry in
+    :data:`~adaptive_retrieval.components.channel_names.CHANNEL_NAMES`.
     """
 
     component: type
     inputs: Mapping[str, str]
     stores: tuple[str, ...] = ("document_store",)
     init_parameters: Mapping[str, Any] = field(default_factory=dict)
-    default_weight: float = 0.0
-    opt_in: bool = False
+
+    @property
+    def default_weight(self) -> float:
+        """The weight of this channel in a profile that does not name it."""
+        return CHANNEL_NAMES[self.name].default_weight
+
+    @property
+    def opt_in(self) -> bool:
+        """``True``: a pipeline has the channel only when asked (``build_query_pipeline(opt_in=(name,))``)."""
+        return CHANNEL_NAMES[self.name].opt_in
 
     @property
     def name(self) -> str:
@@ -125,7 +141,6 @@ _SPECS = (
     ChannelSpec(SectionTreeRetriever, inputs={"query_embedding": QUERY_EMBEDDING, "structural": STRUCTURAL}),
     ChannelSpec(
         GraphLocalRetriever,
-        # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
         inputs={"query_embedding": QUERY_EMBEDDING, "nearest": documents_of("dense")},
         stores=("graph_store", "document_store"),
     ),
@@ -143,22 +158,34 @@ _SPECS = (
             "lexical": documents_of("sparse"),
         },
         stores=("graph_store", "document_store"),
-        # Opt-in: through the whole pipeline it lowered full@10 on MuSiQue (README, "Personalised PageRank").
-        opt_in=True,
     ),
     ChannelSpec(
         BridgeRetriever,
-        # bridge expands the dense and sparse channels' top hits with the names they write.
         inputs={"nearest": documents_of("dense"), "lexical": documents_of("sparse")},
         init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
     ),
 )
 
-#: Every registered channel by name, in the order pipelines list them.
+#: Every registered channel by name, in the order pipelines list them (that of ``channel_names.CHANNEL_NAMES``).
 CHANNELS: Mapping[str, ChannelSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
-if len(CHANNELS) != len(_SPECS) or not all(CHANNELS):
-    _msg = f"Channel names must be distinct and non-empty: {[spec.name for spec in _SPECS]}"
-    raise RuntimeError(_msg)
+
+
+def _check_registry() -> None:
+    """The components registered here and the names in ``channel_names`` agree: same channels, same order, and
+    each component reads the documents of exactly the channels its name says it reads."""
+    names = [spec.name for spec in _SPECS]
+    if names != list(CHANNEL_NAMES):
+        msg = f"Channel components {names} do not match the channel names {list(CHANNEL_NAMES)} (channel_names.py)"
+        raise RuntimeError(msg)
+    for spec in _SPECS:
+        reads = tuple(s.removesuffix(".documents") for s in spec.inputs.values() if s.endswith(".documents"))
+        if reads != CHANNEL_NAMES[spec.name].reads:
+            said = CHANNEL_NAMES[spec.name].reads
+            msg = f"Channel '{spec.name}' takes documents of {reads}; channel_names.py says it reads {said}"
+            raise RuntimeError(msg)
+
+
+_check_registry()
 
 
 def channel_spec(name: str) -> ChannelSpec:
@@ -166,38 +193,7 @@ def channel_spec(name: str) -> ChannelSpec:
 
     :raises ValueError: naming the registered channels when ``name`` is not one.
     """
-    if name not in CHANNELS:
-        msg = f"Unknown retrieval channel '{name}'; the registered channels are {list(CHANNELS)}"
-        raise ValueError(msg)
-    return CHANNELS[name]
-
-
-def pipeline_channels(opt_in: Iterable[str] = ()) -> list[str]:
-    """The channels of a query pipeline, in registry order: every channel that is not opt-in, plus ``opt_in``.
-
-    :raises ValueError: for an unknown name in ``opt_in``.
-    """
-    chosen = {channel_spec(name).name for name in opt_in}
-    return [name for name, spec in CHANNELS.items() if not spec.opt_in or name in chosen]
-
-
-def check_channel_set(channels: Iterable[str]) -> list[str]:
-    """``channels`` as a list, checked: registered, distinct, non-empty, and every channel whose documents one of
-    them takes is there too.
-
-    :raises ValueError: naming what is wrong.
-    """
-    names = list(channels)
-    if not names or len(set(names)) != len(names):
-        msg = f"channels must be distinct, non-empty names; got {names}"
-        raise ValueError(msg)
-    for name in names:
-        for socket, source in channel_spec(name).inputs.items():
-            needed = source.removesuffix(".documents")
-            if source.endswith(".documents") and needed not in names:
-                msg = f"Channel '{name}' takes '{socket}' from channel '{needed}', which is not among {names}"
-                raise ValueError(msg)
-    return names
+    return CHANNELS[channel_name(name).name]
 
 
 def check_channel_sockets(

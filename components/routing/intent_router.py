@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 from haystack import component
 
+from adaptive_retrieval.components.channel_names import check_channel_set, pipeline_channels
 from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
 from adaptive_retrieval.components.models.embedding_cache import cached_encode
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
-from adaptive_retrieval.components.retrieval.channels import check_channel_set, pipeline_channels
 from adaptive_retrieval.components.routing.profiles import (
     INTENTS,
     default_profiles,
@@ -96,7 +96,7 @@ class IntentRouter:
             ``escalation_depth ** n``.
         :param escalation_floor: minimum weight of every channel on a retry (so skipped channels are asked).
         :param channels: the retrieval channels of the router's pipeline (registered names, see
-            :mod:`~adaptive_retrieval.components.retrieval.channels`); ``weights`` has exactly these keys, and a
+            :mod:`~adaptive_retrieval.components.channel_names`); ``weights`` has exactly these keys, and a
             profile giving weight to any other channel is an error. Defaults to the channels that are not opt-in
             (``build_query_pipeline`` fills it from the registry).
         """

@@ -1,17 +1,19 @@
 """Intent taxonomy and the strategy profile of each intent (channel weights, depth, MMR λ, reranking).
 
-The starting weights follow the seed TD-057 (vector / BM25 / graph-local / graph-global) extended with the
-section-tree channel; ``scripts/evaluate.py`` reports how they score and the README says how they were
-calibrated. Profiles are ``IntentRouter`` init parameters, so a user changes them in YAML.
+The fitted profiles are data: ``routing/data/profiles.json``, with their provenance (data sets, command, date,
+metric), written by ``scripts/calibrate_profiles.py --write``; ``scripts/README.md`` says how they score. Profiles
+are ``IntentRouter`` init parameters, so a user changes them in YAML.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable
+from importlib import resources
 from typing import Any
 
-from adaptive_retrieval.components.retrieval.channels import CHANNELS
+from adaptive_retrieval.components.channel_names import CHANNEL_NAMES, default_weight
 
 INTENTS: tuple[str, ...] = (
     "factual",
@@ -23,151 +25,28 @@ INTENTS: tuple[str, ...] = (
     "summary",
 )
 
-# Calibrated by scripts/calibrate_profiles.py (coordinate search per intent on the training split, checked on
-# held-out questions; objective: mean over the data sets of full@10 + 0.5 MRR). The relational and analytical
-# profiles (109 / 39 training questions) were fitted on hotpotqa100, ARAGOG and musique_dev100 with the MuSiQue +
-# 2Wiki index, starting from the earlier profiles with graph_ppr at 0.35 / 0.2 / 0.2 of the relational / factual /
-# analytical weights: held-out objective 1.143 -> 1.160 with the run's fitted profiles (hotpotqa100 full@10 0.833
-# -> 0.867, musique 0.267 -> 0.300, ARAGOG 1.000). Two of the run's changes were not taken: factual (40 training
-# questions, almost all multi-hop questions routed there; its fit moved 0.45 of the weight to the section channel,
-# which duplicates dense on one-chunk passages, and ranked the Rust passage third for "What prevents data races in
-# Rust?" on tests/test_evaluate_smoke.py's corpus) and contextual (9 questions; section weight 0, where structural
-# questions are routed). The other intents keep the hotpotqa100 + ARAGOG calibration (held-out 1.380 -> 1.394).
-# The walk is not in the default pipeline: with it and without it (these profiles, its share removed and the rest
-# renormalised) the pipeline scores the same on held-out MuSiQue (full@10 0.300) and on all of hotpotqa100
-# (0.880); without it, higher on held-out hotpotqa100 (0.900 against 0.867) at a lower p50 (36 against 52 ms on
-# MuSiQue). yaml/query_ppr.yaml has the profiles as fitted (PPR_SHARES). README, "Personalised PageRank".
-# The run (it started from the earlier profiles; run today, it starts where this one ended):
-# python scripts/calibrate_profiles.py --hotpot ../shared/data/hotpotqa100 --aragog ../shared/data/aragog \
-#     --corpus ../shared/data/musique_dev100/corpus.jsonl --corpus ../shared/data/wiki2_corpus/corpus.json \
-#     --questions ../shared/data/musique_dev100/questions.jsonl --name musique --query-yaml query_ppr \
-#     --json calibrate.json
-# The bridge channel (entity-expanded BM25 searches, issue 18) then took 0.3 of the relational, factual and
-# analytical weights, the rest scaled down in proportion: chosen among 0.15 / 0.3 / 0.45 on MuSiQue's training split
-# (full@10 0.529 -> 0.529 / 0.571 / 0.543), then measured once on the held-out questions (0.300 -> 0.367, stock RRF
-# hybrid 0.200) and on hotpotqa100 (0.890 -> 0.920; held-out 0.900 -> 0.933). README, "Bridge expansion".
-# The relational, factual and analytical profiles were then refitted with the bridge channel in the pipeline (the
-# same command with the default query.yaml; 109 / 40 / 39 training questions): training objective 1.296 -> 1.326,
-# held-out 1.206 -> 1.235 in the replay. Measured with real runs: MuSiQue full@10 0.510 -> 0.540 (held-out 0.367 ->
-# 0.400), hotpotqa100 0.920 -> 0.950 (held-out 0.933 both), ARAGOG MRR 0.980 -> 0.968. The run's summary and
-# contextual fits (10 and 9 training questions, moving all their weight to graph_local, where summary and
-# structural questions need the section channel) were not taken.
-# ``rerank`` is off in every profile since the ablation of scripts/eval_rerank.py (the same MMR candidates ranked
-# with and without the late-interaction ranker, 100 hotpotqa100 + 98 ARAGOG + 100 musique_dev100 questions): no
-# intent gained on all three sets (analytical MRR 0.958 -> 0.927 on hotpotqa100, 0.981 -> 0.955 on ARAGOG;
-# contextual equal on ARAGOG) while reranking multiplied the p95 latency by 3-4. See the README.
-DEFAULT_PROFILES: dict[str, dict[str, Any]] = {
-    "analytical": {
-        "weights": {
-            "bridge": 0.224,
-            "dense": 0.102,
-            "graph_global": 0.0,
-            "graph_local": 0.522,
-            "graph_ppr": 0.0,
-            "section": 0.085,
-            "sparse": 0.068,
-        },
-        "top_k": 15,
-        "fetch_k": 20,
-        "mmr_lambda": 1.0,
-        "rerank": False,
-    },
-    "contextual": {
-        "weights": {
-            "bridge": 0.0,
-            "dense": 0.357,
-            "graph_global": 0.0,
-            "graph_local": 0.0,
-            "graph_ppr": 0.0,
-            "section": 0.643,
-            "sparse": 0.0,
-        },
-        "top_k": 10,
-        "fetch_k": 30,
-        "mmr_lambda": 0.8,
-        "rerank": False,
-    },
-    "factual": {
-        "weights": {
-            "bridge": 0.332,
-            "dense": 0.552,
-            "graph_global": 0.0,
-            "graph_local": 0.052,
-            "graph_ppr": 0.0,
-            "section": 0.0,
-            "sparse": 0.065,
-        },
-        "top_k": 10,
-        "fetch_k": 30,
-        "mmr_lambda": 0.85,
-        "rerank": False,
-    },
-    "keyword": {
-        "weights": {
-            "bridge": 0.0,
-            "dense": 0.15,
-            "graph_global": 0.0,
-            "graph_local": 0.25,
-            "graph_ppr": 0.0,
-            "section": 0.0,
-            "sparse": 0.6,
-        },
-        "top_k": 10,
-        "fetch_k": 30,
-        "mmr_lambda": 0.9,
-        "rerank": False,
-    },
-    "opinion": {
-        "weights": {
-            "bridge": 0.0,
-            "dense": 0.4,
-            "graph_global": 0.3,
-            "graph_local": 0.0,
-            "graph_ppr": 0.0,
-            "section": 0.15,
-            "sparse": 0.15,
-        },
-        "top_k": 15,
-        "fetch_k": 50,
-        "mmr_lambda": 0.5,
-        "rerank": False,
-    },
-    "relational": {
-        "weights": {
-            "bridge": 0.5,
-            "dense": 0.098,
-            "graph_global": 0.0,
-            "graph_local": 0.402,
-            "graph_ppr": 0.0,
-            "section": 0.0,
-            "sparse": 0.0,
-        },
-        "top_k": 15,
-        "fetch_k": 30,
-        "mmr_lambda": 0.75,
-        "rerank": False,
-    },
-    "summary": {
-        "weights": {
-            "bridge": 0.0,
-            "dense": 0.25,
-            "graph_global": 0.0,
-            "graph_local": 0.0,
-            "graph_ppr": 0.0,
-            "section": 0.75,
-            "sparse": 0.0,
-        },
-        "top_k": 15,
-        "fetch_k": 40,
-        "mmr_lambda": 0.5,
-        "rerank": False,
-    },
-}
+#: Where the fitted profiles live (with their provenance: data sets, command, date, metric); written by
+#: ``scripts/calibrate_profiles.py --write``.
+PROFILES_RESOURCE = "data/profiles.json"
 
+
+def load_profiles_file() -> dict[str, Any]:
+    """The packaged ``routing/data/profiles.json``: ``profiles`` (one per intent), ``provenance`` and
+    ``channel_shares`` (an opt-in channel's share per intent, with its own provenance)."""
+    data = resources.files("adaptive_retrieval.components.routing").joinpath(PROFILES_RESOURCE)
+    return json.loads(data.read_text(encoding="utf-8"))
+
+
+_FILE = load_profiles_file()
+#: The fitted profile of each intent (from :data:`PROFILES_RESOURCE`).
+DEFAULT_PROFILES: dict[str, dict[str, Any]] = _FILE["profiles"]
 #: graph_ppr's share per intent in yaml/query_ppr.yaml (the opt-in pipeline with the walk): the shares the
-#: calibration above fitted with the walk in the pipeline; DEFAULT_PROFILES are those profiles without it
+#: calibration fitted with the walk in the pipeline; DEFAULT_PROFILES are those profiles without it
 #: (renormalised), so ``with_channel_share(DEFAULT_PROFILES, "graph_ppr", PPR_SHARES)`` gives the fitted profiles.
-PPR_SHARES: dict[str, float] = {"analytical": 0.128, "relational": 0.204}
+PPR_SHARES: dict[str, float] = _FILE["channel_shares"]["graph_ppr"]["shares"]
+#: graph_global's share per intent in yaml/query_ppr.yaml (the pipeline with every channel, the opt-in ones too):
+#: hand-set, taken out of DEFAULT_PROFILES when the channel became opt-in.
+GLOBAL_SHARES: dict[str, float] = _FILE["channel_shares"]["graph_global"]["shares"]
 
 _REQUIRED = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
 
@@ -216,7 +95,7 @@ def validate_profiles(
     if missing:
         msg = f"profiles lacks intent(s) {missing}; every intent in {list(intents)} needs a profile"
         raise ValueError(msg)
-    present = set(CHANNELS if channels is None else channels)
+    present = set(CHANNEL_NAMES if channels is None else channels)
     for intent, profile in profiles.items():
         absent = [f for f in _REQUIRED if f not in profile]
         if absent:
@@ -226,11 +105,11 @@ def validate_profiles(
         if not isinstance(weights, dict) or any(float(w) < 0 for w in weights.values()):
             msg = f"profile '{intent}': weights must map channel names to non-negative numbers, got {weights}"
             raise ValueError(msg)
-        unregistered = sorted(set(weights) - set(CHANNELS))
+        unregistered = sorted(set(weights) - set(CHANNEL_NAMES))
         if unregistered:
             msg = (
                 f"profile '{intent}' weighs unknown channel(s) {unregistered}; the registered channels are "
-                f"{list(CHANNELS)} (adaptive_retrieval.components.retrieval.channels)"
+                f"{list(CHANNEL_NAMES)} (adaptive_retrieval.components.channel_names)"
             )
             raise ValueError(msg)
         lacking = sorted(c for c, w in weights.items() if c not in present and float(w) > 0)
@@ -241,7 +120,7 @@ def validate_profiles(
                 "router's `channels`"
             )
             raise ValueError(msg)
-        if sum(float(weights.get(c, CHANNELS[c].default_weight)) for c in present) <= 0:
+        if sum(float(weights.get(c, default_weight(c))) for c in present) <= 0:
             msg = f"profile '{intent}': at least one channel of {sorted(present)} must have a positive weight"
             raise ValueError(msg)
         if not 0.0 <= float(profile["mmr_lambda"]) <= 1.0:
@@ -265,7 +144,7 @@ def mix_profiles(
     if channels is None:
         channels = {c for p in profiles.values() for c in p["weights"]}
     names = sorted(channels)
-    default = {c: CHANNELS[c].default_weight if c in CHANNELS else 0.0 for c in names}
+    default = {c: default_weight(c) for c in names}
     weights = {c: 0.0 for c in names}
     top_k = fetch_k = lam = rerank_mass = 0.0
     for intent, prob in probabilities.items():

@@ -24,6 +24,7 @@ Usage::
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -40,6 +41,7 @@ from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMe
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
+from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
 from evaluation.data import EvalSet, Passage
 from evaluation.metrics import passage_ranking
 
@@ -254,6 +256,39 @@ def without_channels(text: str, channels: list[str] | tuple[str, ...]) -> str:
     return YamlMarshaller().marshal(data)
 
 
+def with_fixed_profile(text: str, profile: dict[str, Any]) -> str:
+    """Query-pipeline YAML whose router gives every intent ``profile`` (weights only for the pipeline's channels):
+    the same pipeline, one strategy for every query. The router still finds section references (``structural``)."""
+    from haystack.marshal import YamlMarshaller
+
+    data = YamlMarshaller().unmarshal(text)
+    routers = [c for c in data["components"].values() if c.get("type", "").endswith("IntentRouter")]
+    if len(routers) != 1:
+        msg = f"Expected one IntentRouter in the query pipeline, found {len(routers)}"
+        raise ValueError(msg)
+    params = routers[0].setdefault("init_parameters", {})
+    channels = params.get("channels")
+    weights = {c: float(w) for c, w in profile["weights"].items() if channels is None or c in channels}
+    total = sum(weights.values())
+    if total <= 0:
+        msg = f"The fixed profile gives no weight to the pipeline's channels {channels}"
+        raise ValueError(msg)
+    fixed = {**profile, "weights": {c: w / total for c, w in weights.items()}}
+    intents = list(params.get("profiles") or params.get("exemplars") or INTENTS)
+    params["profiles"] = {intent: copy.deepcopy(fixed) for intent in intents}
+    return YamlMarshaller().marshal(data)
+
+
+def read_fixed_profile(source: str) -> dict[str, Any]:
+    """The fixed profile ``--fixed-profile`` names: ``packaged`` (the profiles file's ``fixed_profile``), or a JSON
+    file holding a profile or a profiles file."""
+    data = load_profiles_file() if source == "packaged" else json.loads(Path(source).read_text(encoding="utf-8"))
+    profile = data.get("fixed_profile", {}).get("profile") if "fixed_profile" in data else data
+    if not isinstance(profile, dict) or "weights" not in profile:
+        raise SystemExit(f"--fixed-profile {source}: no fixed profile (calibrate_profiles.py --fixed --write fits one)")
+    return profile
+
+
 def _entry_joiner(pipeline: Pipeline) -> str:
     """Name of the indexing pipeline's ``DocumentJoiner`` that collects converted documents (the text entry)."""
     for name, instance in pipeline.walk():
@@ -348,9 +383,12 @@ class AdaptiveSystem:
         self.pipeline = self.load_query()
         return stats
 
-    def load_query(self, drop_channels: tuple[str, ...] = (), **overrides: Any) -> Pipeline:
+    def load_query(
+        self, drop_channels: tuple[str, ...] = (), fixed_profile: dict[str, Any] | None = None, **overrides: Any
+    ) -> Pipeline:
         """A fresh query pipeline over this index (``overrides``: extra store parameters; ``drop_channels``:
-        retrieval channels removed, for an ablation in the same run)."""
+        retrieval channels removed, for an ablation in the same run; ``fixed_profile``: every intent's profile
+        replaced by this one, so the strategy no longer depends on the routing)."""
         from adaptive_retrieval.pipelines.yaml_io import loads_pipeline
 
         if self.store_path is None:
@@ -359,6 +397,8 @@ class AdaptiveSystem:
         text = self.query_yaml.read_text(encoding="utf-8")
         if drop_channels:
             text = without_channels(text, drop_channels)
+        if fixed_profile is not None:
+            text = with_fixed_profile(text, fixed_profile)
         pipeline = loads_pipeline(text, path=str(self.store_path), **overrides)
         pipeline.warm_up()
         return pipeline

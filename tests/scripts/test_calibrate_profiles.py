@@ -1,4 +1,4 @@
-"""scripts/calibrate_profiles.py: the replay matches real pipeline runs, and fitted profiles are written in place."""
+"""scripts/calibrate_profiles.py: the replay matches real pipeline runs; fits go to routing/data/profiles.json."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from pathlib import Path
 
 from script_modules import load_script
 
-from adaptive_retrieval.components.routing.profiles import DEFAULT_PROFILES, validate_profiles
+from adaptive_retrieval.components.routing.profiles import (
+    DEFAULT_PROFILES,
+    PPR_SHARES,
+    load_profiles_file,
+    validate_profiles,
+)
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,24 +39,31 @@ QUESTIONS = [
 ]
 
 
-def test_format_and_write_profiles_round_trip(tmp_path: Path) -> None:
-    calibrate = load_script("calibrate_profiles")
-    target = tmp_path / "profiles.py"
-    shutil.copy(ROOT / "components" / "routing" / "profiles.py", target)
+def test_write_profiles_file_keeps_the_rest_and_records_provenance(tmp_path: Path) -> None:
+    from evaluation import profile_fit as fit
+
+    target = tmp_path / "profiles.json"
+    shutil.copy(ROOT / "components" / "routing" / "data" / "profiles.json", target)
     fitted = copy.deepcopy(DEFAULT_PROFILES)
     fitted["relational"]["mmr_lambda"] = 0.9
-    fitted["relational"]["weights"] = {
-        c: round(1 / len(fitted["relational"]["weights"]), 3) for c in fitted["relational"]["weights"]
-    }
-    for _ in range(2):  # a second write replaces the first, comment included
-        calibrate.write_profiles(fitted, "python scripts/calibrate_profiles.py --hotpot x", "a note", path=target)
-    text = target.read_text()
-    assert text.count("# Calibrated by scripts/calibrate_profiles.py") == 1
-    assert text.count("DEFAULT_PROFILES: dict[str, dict[str, Any]] = {") == 1
-    namespace: dict = {}
-    exec(compile(text, str(target), "exec"), namespace)  # the file still imports and defines everything
-    assert namespace["DEFAULT_PROFILES"] == fitted and callable(namespace["mix_profiles"])
-    validate_profiles(namespace["DEFAULT_PROFILES"], tuple(fitted))
+    fixed = fit.shrunk(fitted, fitted["factual"], 1.0)["relational"]  # share 1: the fixed profile everywhere
+    assert fixed["weights"] == fit.normalised(fitted["factual"]["weights"])
+    origin = fit.provenance("python scripts/calibrate_profiles.py --hotpot x", ["x"], {"held_out": 1.0}, [])
+    for _ in range(2):  # a second write replaces the first
+        fit.write_profiles_file(target, profiles=fitted, origin=origin)
+        fit.write_profiles_file(target, fixed=fixed, fixed_origin=origin)
+    data = json.loads(target.read_text())
+    assert data["profiles"] == fitted and data["fixed_profile"]["profile"] == fixed
+    assert data["channel_shares"]["graph_ppr"]["shares"] == PPR_SHARES  # untouched
+    assert {"datasets", "command", "date", "metric"} <= set(data["provenance"])
+    validate_profiles(data["profiles"], tuple(fitted))
+
+
+def test_packaged_profiles_file_has_provenance() -> None:
+    data = load_profiles_file()
+    assert data["profiles"] == DEFAULT_PROFILES
+    for origin in (data["provenance"], data["channel_shares"]["graph_ppr"]["provenance"]):
+        assert {"datasets", "command", "date", "metric"} <= set(origin)
 
 
 def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path, model_dir: Path) -> None:
@@ -65,7 +77,7 @@ def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path
     ]
     (folder / "questions.json").write_text(json.dumps(rows))
     out = tmp_path / "report.json"
-    args = ["--hotpot", str(folder), "--rounds", "1", "--min-group", "1", "--held-out", "0.25"]
+    args = ["--hotpot", str(folder), "--rounds", "1", "--min-group", "1", "--held-out", "0.25", "--fixed"]
     try:
         report = calibrate.main([*args, "--check", "4", "--root", str(tmp_path / "idx"), "--json", str(out)])
     finally:
@@ -76,3 +88,8 @@ def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path
     assert report["after"]["train"]["objective"] >= report["before"]["train"]["objective"]
     assert json.loads(out.read_text())["fitted_intents"] == report["fitted_intents"]
     validate_profiles(report["profiles_after"], tuple(report["profiles_after"]))
+    # The fixed peer is fitted on the same training questions: never below the start it searched from.
+    fixed = report["fixed"]
+    assert fixed["changes"][0].startswith("start:")
+    assert fixed["scores"]["train"]["objective"] >= float(fixed["changes"][0].rsplit(" ", 1)[1]) - 1e-9
+    assert 0.0 <= fixed["shrink_share"] <= 1.0

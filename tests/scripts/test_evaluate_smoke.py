@@ -93,12 +93,15 @@ def test_evaluate_all_systems_on_a_tiny_corpus(jsonl: tuple[Path, Path], tmp_pat
                 "query_ppr",
                 "--drop-channel",
                 "graph_ppr",
+                "--fixed-profile",
             ]
         )
         assert again["indexing"]["adaptive"]["cached"] is True and again["indexing"]["stock"]["cached"] is True
         assert again["systems"]["adaptive"]["recall@10"] == 1.0
         # The ablation runs the same index without the channel, in the same run, and gets its own row per type.
-        assert set(again["systems"]) == {"stock_hybrid_rrf", "adaptive", "adaptive_no_graph_ppr"}
+        # ... and with the packaged fixed profile for every query (the peer routing has to beat).
+        assert set(again["systems"]) == {"stock_hybrid_rrf", "adaptive", "adaptive_no_graph_ppr", "adaptive_fixed"}
+        assert again["systems"]["adaptive_fixed"]["recall@10"] == 1.0
         by_hop = again["by_hop"]
         assert set(by_hop["adaptive_no_graph_ppr"]) == {"all", "factual", "comparison"}
         assert by_hop["adaptive"]["all"]["full@10_vs_stock_hybrid_rrf"] is not None
@@ -133,3 +136,27 @@ def test_a_json_corpus_is_added_as_distractors(jsonl: tuple[Path, Path], tmp_pat
     assert evalset.name == "questions+1distractors"
     with pytest.raises(SystemExit, match="JSONL"):
         evaluate.build_evalset(evaluate.parse_args(["--corpus", str(extra), "--questions", str(questions)]))
+
+
+def test_the_fixed_profile_replaces_every_intent_profile() -> None:
+    from haystack.marshal import YamlMarshaller
+
+    from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
+    from evaluation.systems import with_fixed_profile
+
+    text = resolve_yaml("query").read_text(encoding="utf-8")
+    fixed = {
+        "weights": {"dense": 0.5, "sparse": 0.3, "graph_ppr": 0.2},  # graph_ppr: not in this pipeline, dropped
+        "top_k": 10,
+        "fetch_k": 30,
+        "mmr_lambda": 0.8,
+        "rerank": False,
+    }
+    data = YamlMarshaller().unmarshal(with_fixed_profile(text, fixed))
+    router = data["components"]["router"]["init_parameters"]
+    assert len(router["profiles"]) == 7
+    for profile in router["profiles"].values():
+        assert profile["weights"] == pytest.approx({"dense": 0.625, "sparse": 0.375})
+        assert (profile["top_k"], profile["fetch_k"], profile["mmr_lambda"]) == (10, 30, 0.8)
+    with pytest.raises(ValueError, match="no weight to the pipeline's channels"):
+        with_fixed_profile(text, {**fixed, "weights": {"graph_ppr": 1.0}})

@@ -41,7 +41,8 @@ def pipelines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pipeline]:
     ppr = with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES)
     return {
         "default": build_query_pipeline(store=store),
-        "ppr": build_query_pipeline(store=store, graph_ppr=True, profiles=ppr),
+        # As yaml/query_ppr.yaml: every channel, the opt-in ones too.
+        "ppr": build_query_pipeline(store=store, opt_in=("graph_global", "graph_ppr"), profiles=ppr),
     }
 
 
@@ -87,7 +88,7 @@ def test_a_component_that_breaks_the_contract_is_named() -> None:
 @pytest.mark.parametrize("kind", ["default", "ppr"])
 def test_joiner_router_and_wiring_come_from_the_registry(pipelines: dict[str, Pipeline], kind: str) -> None:
     pipeline = pipelines[kind]
-    expected = pipeline_channels(opt_in=["graph_ppr"] if kind == "ppr" else [])
+    expected = pipeline_channels(opt_in=["graph_global", "graph_ppr"] if kind == "ppr" else [])
     joiner, router = pipeline.get_component("joiner"), pipeline.get_component("router")
     assert joiner.channels == router.channels == expected == channel_components(pipeline)
     edges = {(s, r, d["from_socket"].name, d["to_socket"].name) for s, r, d in pipeline.graph.edges(data=True)}
@@ -122,7 +123,7 @@ def test_a_misspelt_or_missing_channel_in_a_profile_is_an_error() -> None:
 def test_the_router_channel_set_is_checked() -> None:
     with pytest.raises(ValueError, match="Unknown retrieval channel 'graph_remote'"):
         IntentRouter(channels=["dense", "graph_remote"])
-    with pytest.raises(ValueError, match="takes 'nearest' from channel 'dense'"):
+    with pytest.raises(ValueError, match="'graph_local' takes its documents from channel 'dense'"):
         check_channel_set(["sparse", "graph_local"])
     with pytest.raises(ValueError, match="distinct"):
         check_channel_set(["dense", "dense"])
@@ -137,7 +138,7 @@ def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) ->
     ppr = IntentRouter(
         model=str(model_dir),
         profiles=with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES),
-        channels=pipeline_channels(opt_in=["graph_ppr"]),
+        channels=pipeline_channels(opt_in=["graph_ppr", "graph_global"]),
     )
     for router, expected in ((default, pipeline_channels()), (ppr, list(CHANNELS))):
         for escalation in (0, 1):  # a retry raises every channel to the floor: still only the pipeline's
@@ -150,6 +151,6 @@ def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) ->
     profiles = default_profiles()
     for profile in profiles.values():
         profile["weights"].pop("graph_global")
-    unnamed = IntentRouter(model=str(model_dir), profiles=profiles)
+    unnamed = IntentRouter(model=str(model_dir), profiles=profiles, channels=pipeline_channels(opt_in=["graph_global"]))
     weights = unnamed.run(query=query, query_embedding=embedding, escalation=0)["weights"]
     assert weights["graph_global"] == CHANNELS["graph_global"].default_weight == 0.0

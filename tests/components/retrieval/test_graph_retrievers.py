@@ -220,8 +220,9 @@ def test_pipelines_wire_the_graph_and_load_it_beside_the_qdrant_folder(tmp_path:
     from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
 
     store = make_store(path=str(tmp_path / "qdrant"))
-    query = build_query_pipeline(store=store)
-    assert {"graph_local", "graph_global"} <= set(pipeline_channels())
+    # graph_global is opt-in: asked for here so that two graph channels share the graph store.
+    query = build_query_pipeline(store=store, opt_in=("graph_global",))
+    assert "graph_local" in pipeline_channels() and "graph_global" not in pipeline_channels()
     assert query.get_component("graph_local").graph_store.path == str(tmp_path / "graph.sqlite")
     indexing = build_indexing_pipeline(store=store)
     assert graph_store_of(indexing).path == str(tmp_path / "graph.sqlite")
