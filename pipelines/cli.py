@@ -252,6 +252,13 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         os.environ.pop(QDRANT_URL_ENV, None)
     if owner := _store_owner(args):
         raise CliError(f"{_owned_message(owner)}: stop it first, or serve another --store")
+    from adaptive_retrieval.pipelines.workers import WorkersError, default_workers, serve_workers
+
+    if (workers := args.workers or default_workers()) > 1:
+        try:
+            return serve_workers(workers, args.host, args.port, args.pipelines_dir, out)
+        except (WorkersError, OSError) as err:
+            raise CliError(str(err)) from err
     try:
         app = create_app(args.pipelines_dir, host=args.host, port=args.port)
     except PipelineModuleLoadError as err:
@@ -399,6 +406,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=whole_number("check_port"), default=1416, help="port, 1-65535 (default 1416)")
     p.add_argument("--pipelines-dir", default=None, help="folder of pipeline wrappers (default: the package's)")
+    p.add_argument(
+        "--workers",
+        type=whole_number("check_workers"),
+        default=None,
+        help="serving processes over the one index (default: the cores available, at most 4; README 'Scale out')",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("delete", parents=[store], help="delete indexed sources", description=cmd_delete.__doc__)

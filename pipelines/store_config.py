@@ -23,6 +23,8 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphS
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
 QDRANT_URL_ENV = "QDRANT_URL"
+#: Set in the workers of ``serve --workers N``: the store host's socket (a RemoteDocumentStore instead of Edge).
+STORE_SOCKET_ENV = "ADAPTIVE_STORE_SOCKET"
 NEO4J_URI_ENV = "NEO4J_URI"
 NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
 __all__ = ["GRAPH_FILE", "GRAPH_PATH_ENV", "QDRANT_PATH_ENV", "make_graph_store", "make_store", "qdrant_folder"]
@@ -38,9 +40,17 @@ def make_store(
     """The document store: a Qdrant server at ``url`` (or ``$QDRANT_URL``) through qdrant-haystack's
     ``QdrantDocumentStore`` (extra keyword arguments such as ``shard_number``, ``replication_factor``, ``on_disk``
     pass through to it), else an embedded :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
-    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``); ``create=False``
+    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``), or, in a worker of
+    ``serve --workers N`` (``socket`` or ``$ADAPTIVE_STORE_SOCKET``), a ``RemoteDocumentStore`` on the store host that
+    owns that folder; ``create=False``
     (the query side) makes a missing embedded index an error instead of an empty store."""
     url = url or os.environ.get(QDRANT_URL_ENV) or None
+    socket = extra.pop("socket", None) or (None if url else os.environ.get(STORE_SOCKET_ENV))
+    if socket and not url:
+        # A worker of `serve --workers N`: the index is open in the store host (pipelines/workers.py).
+        from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
+
+        return RemoteDocumentStore(socket=socket, path=path, index=index, embedding_dim=embedding_dim, **extra)
     if url:
         extra.pop("create", None)  # a server creates collections itself
         from haystack_integrations.document_stores.qdrant import QdrantDocumentStore

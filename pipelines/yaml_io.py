@@ -13,6 +13,7 @@ import yaml
 from adaptive_retrieval.pipelines.store_config import (
     NEO4J_URI_ENV,
     QDRANT_URL_ENV,
+    STORE_SOCKET_ENV,
     default_graph_path,
     make_graph_store,
     make_store,
@@ -72,6 +73,8 @@ def _override_stores(node: Any, overrides: dict[str, Any]) -> None:
         if isinstance(store, dict) and "init_parameters" in store:
             params = store["init_parameters"]
             kept = {k: params[k] for k in ("index", "embedding_dim") if params.get(k) is not None}
+            if overrides.get("socket") and str(store.get("type", "")).endswith("EdgeDocumentStore"):
+                kept = dict(params)  # a worker's RemoteDocumentStore keeps every setting of the Edge store
             kept.update({k: v for k, v in overrides.items() if v is not None})
             target = make_store(**kept).to_dict()
             if target["type"] == store.get("type"):
@@ -250,6 +253,8 @@ def env_store_overrides() -> dict[str, Any]:
             overrides["shard_number"] = int(shards)
         if replicas := os.environ.get(QDRANT_REPLICATION_ENV):
             overrides["replication_factor"] = int(replicas)
+    elif socket := os.environ.get(STORE_SOCKET_ENV):
+        overrides["socket"] = socket  # a worker of `serve --workers N`: the index is open in the store host
     if graph_url := os.environ.get(NEO4J_URI_ENV):
         overrides["graph_url"] = graph_url
     return overrides
