@@ -187,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     if not os.environ.get(QDRANT_URL_ENV):
         server = serve_store(StoreHost(resolve_path(None)), runtime / STORE_SOCKET)
+    # Bound before the app loads its pipeline: a forwarded upload waits in the backlog instead of being refused.
+    listener = bind_private_socket(runtime / HTTP_SOCKET)
     source = Path(args.pipelines_dir or PIPELINES_DIR).resolve()
     app = create_app(private_pipelines_dir(runtime, ["indexing"], source), host=args.host, port=args.port)
-    listener = bind_private_socket(runtime / HTTP_SOCKET)
     try:
         uvicorn.run(app, fd=listener.fileno(), log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
     finally:
