@@ -45,19 +45,25 @@ WORKER_INDEX_ENV, WORKER_COUNT_ENV = "ADAPTIVE_WORKER_INDEX", "ADAPTIVE_WORKER_C
 #: Response header naming the worker that answered.
 WORKER_HEADER = "X-Adaptive-Worker"
 _PARENT_ENV = "ADAPTIVE_SUPERVISOR_PID"
+#: ONNX Runtime threads per session (components/models); a worker's default is its share of the cores.
+ORT_THREADS_ENV = "ADAPTIVE_ORT_THREADS"
 #: Seconds the host and each worker may take to start (models load here).
 START_TIMEOUT_S = 600.0
 #: Routes that write: a worker forwards them to the store host.
 _FORWARDED_PREFIXES = ("/indexing", "/v1/files", "/sources")
 
 
+def default_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_workers() -> int:
     """The cores this process may run on, at most :data:`MAX_DEFAULT_WORKERS`."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_DEFAULT_WORKERS))
+    return max(1, min(default_cores(), MAX_DEFAULT_WORKERS))
 
 
 def die_with_parent() -> None:
@@ -236,6 +242,8 @@ class Supervisor:
         env.pop(SOCKET_ENV, None)
         if index is not None:
             env[WORKER_INDEX_ENV] = str(index)
+            # N workers share the cores: each ONNX session gets its share of threads unless the user chose.
+            env.setdefault(ORT_THREADS_ENV, str(max(1, default_cores() // self.count)))
             if not os.environ.get(QDRANT_URL_ENV):
                 env[SOCKET_ENV] = str(self.runtime / STORE_SOCKET)
         return env
