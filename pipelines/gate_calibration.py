@@ -46,15 +46,15 @@ from haystack import Document, Pipeline
 
 from adaptive_retrieval.components.gating.calibration import auroc, fit_logistic, predict, youden_threshold
 from adaptive_retrieval.components.gating.signals import SIGNALS
-from adaptive_retrieval.components.indexing.entity_extractor import stopwords
-from adaptive_retrieval.components.indexing.structure.numbering import heading_without_number
 from adaptive_retrieval.components.models.query_vector import as_float_list
+from adaptive_retrieval.components.text.numbering import heading_without_number
+from adaptive_retrieval.components.text.sentences import split_prose
+from adaptive_retrieval.components.text.stopwords import stopwords
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
 logger = logging.getLogger(__name__)
 
 CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 #: A word as a question writes it: letters of any script ("Agüero", not "Ag") or a dotted abbreviation ("U.S.").
 _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.){2,}")
 _TOKEN = re.compile(rf"{_ABBREVIATION.pattern}|[^\W_][\w'’\-]*")
@@ -92,7 +92,7 @@ class PseudoQuery:
 
 
 def _sentences(text: str, min_words: int = 6, max_words: int = 60) -> list[str]:
-    sentences = [s.strip() for s in _SENTENCE.split(" ".join((text or "").split()))]
+    sentences = [s.strip() for s in split_prose(" ".join((text or "").split()))]
     good = [s for s in sentences if min_words <= len(s.split()) <= max_words]
     if good:
         return good

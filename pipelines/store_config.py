@@ -3,17 +3,22 @@ process for a local folder (the default), qdrant-haystack's ``QdrantDocumentStor
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from haystack.utils import Secret
 
-from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.edge_shards import DEFAULT_PAYLOAD_INDEXES
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.components.stores.locations import (
     GRAPH_FILE,
     GRAPH_PATH_ENV,
+    NEO4J_DATABASE_ENV,
+    NEO4J_URI_ENV,
     QDRANT_PATH_ENV,
+    QDRANT_URL_ENV,
+    STORE_SOCKET_ENV,
     graph_file,
     qdrant_folder,
 )
@@ -22,12 +27,17 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphS
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
-QDRANT_URL_ENV = "QDRANT_URL"
-#: Set in the workers of ``serve --workers N``: the store host's socket (a RemoteDocumentStore instead of Edge).
-STORE_SOCKET_ENV = "ADAPTIVE_STORE_SOCKET"
-NEO4J_URI_ENV = "NEO4J_URI"
-NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
-__all__ = ["GRAPH_FILE", "GRAPH_PATH_ENV", "QDRANT_PATH_ENV", "make_graph_store", "make_store", "qdrant_folder"]
+__all__ = [
+    "GRAPH_FILE",
+    "GRAPH_PATH_ENV",
+    "NEO4J_URI_ENV",
+    "QDRANT_PATH_ENV",
+    "QDRANT_URL_ENV",
+    "STORE_SOCKET_ENV",
+    "make_graph_store",
+    "make_store",
+    "qdrant_folder",
+]
 
 
 def make_store(
@@ -44,8 +54,8 @@ def make_store(
     ``serve --workers N`` (``socket`` or ``$ADAPTIVE_STORE_SOCKET``), a ``RemoteDocumentStore`` on the store host that
     owns that folder; ``create=False``
     (the query side) makes a missing embedded index an error instead of an empty store."""
-    url = url or os.environ.get(QDRANT_URL_ENV) or None
-    socket = extra.pop("socket", None) or (None if url else os.environ.get(STORE_SOCKET_ENV))
+    url = url or settings.text(QDRANT_URL_ENV)
+    socket = extra.pop("socket", None) or (None if url else settings.text(STORE_SOCKET_ENV))
     if socket and not url:
         # A worker of `serve --workers N`: the index is open in the store host (pipelines/workers.py).
         from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
@@ -84,10 +94,10 @@ def make_graph_store(
     (``$ADAPTIVE_GRAPH_PATH``, or next to the Qdrant folder ``qdrant_path``; with neither, ``path`` stays ``None``
     and the store resolves it when it opens). ``create=False`` (the query side) makes a missing file an error."""
     if url is None and path is None:
-        url = os.environ.get(NEO4J_URI_ENV) or None
+        url = settings.text(NEO4J_URI_ENV)
     if url:
         extra.pop("create", None)  # a server creates its database itself
-        return Neo4jGraphStore(url=url, database=os.environ.get(NEO4J_DATABASE_ENV) or "neo4j", **extra)
-    if path is None and qdrant_path and not os.environ.get(GRAPH_PATH_ENV):
+        return Neo4jGraphStore(url=url, database=settings.text(NEO4J_DATABASE_ENV) or "neo4j", **extra)
+    if path is None and qdrant_path and not settings.is_set(GRAPH_PATH_ENV):
         path = str(graph_file(None, qdrant_path))
     return SQLiteGraphStore(path=path, **extra)

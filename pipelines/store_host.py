@@ -30,7 +30,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, resolve_path
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
 
@@ -53,7 +55,7 @@ class StoreHost:
 
         :raises ValueError: for a store on another folder than the one this host owns.
         """
-        folder = Path(resolve_path(params.get("path"))).expanduser().resolve()
+        folder = qdrant_folder(params.get("path")).expanduser().resolve()
         if folder != self.folder:
             msg = f"This store host serves the index '{self.folder}', not '{folder}'"
             raise ValueError(msg)
@@ -185,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
 
     runtime = Path(args.runtime)
     server = None
-    if not os.environ.get(QDRANT_URL_ENV):
-        server = serve_store(StoreHost(resolve_path(None)), runtime / STORE_SOCKET)
+    if not settings.text(QDRANT_URL_ENV):
+        server = serve_store(StoreHost(qdrant_folder(None)), runtime / STORE_SOCKET)
     # Bound before the app loads its pipeline: a forwarded upload waits in the backlog instead of being refused.
     listener = bind_private_socket(runtime / HTTP_SOCKET)
     source = Path(args.pipelines_dir or PIPELINES_DIR).resolve()

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from adaptive_retrieval.components import settings
+
 logger = logging.getLogger(__name__)
 
 #: The default worker count is the cores this process may use, at most this many.
@@ -69,7 +71,7 @@ def default_workers() -> int:
 def die_with_parent() -> None:
     """Linux: have the kernel kill this process when the supervisor that started it dies (even by SIGKILL), so no
     worker or host outlives ``serve``; exit at once when the supervisor is already gone."""
-    parent = os.environ.get(_PARENT_ENV)
+    parent = settings.text(_PARENT_ENV)
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
@@ -192,7 +194,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipelines-dir", default=None)
     args = parser.parse_args(argv)
     die_with_parent()
-    index, count = int(os.environ[WORKER_INDEX_ENV]), int(os.environ[WORKER_COUNT_ENV])
+    index, count = settings.whole(WORKER_INDEX_ENV), settings.whole(WORKER_COUNT_ENV, minimum=1)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker-{index} %(levelname)s %(name)s: %(message)s")
     import uvicorn
 
@@ -223,7 +225,7 @@ class Supervisor:
 
     def __init__(self, count: int, host: str, port: int, pipelines_dir: str | None = None) -> None:
         self.count, self.host, self.port, self.pipelines_dir = count, host, port, pipelines_dir
-        base = os.environ.get("XDG_RUNTIME_DIR")
+        base = settings.text("XDG_RUNTIME_DIR")
         private = base if base and os.access(base, os.W_OK) else None
         self.runtime = Path(tempfile.mkdtemp(prefix="adaptive-serve-", dir=private))  # mode 0700
         self.listener = socket.create_server((host, port), backlog=2048, reuse_port=False)
@@ -244,7 +246,7 @@ class Supervisor:
             env[WORKER_INDEX_ENV] = str(index)
             # N workers share the cores: each ONNX session gets its share of threads unless the user chose.
             env.setdefault(ORT_THREADS_ENV, str(max(1, default_cores() // self.count)))
-            if not os.environ.get(QDRANT_URL_ENV):
+            if not settings.text(QDRANT_URL_ENV):
                 env[SOCKET_ENV] = str(self.runtime / STORE_SOCKET)
         return env
 

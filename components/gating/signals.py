@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, stopwords
+from adaptive_retrieval.components.text.keys import normalise_key
+from adaptive_retrieval.components.text.stopwords import stopwords
 
 SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy", "names", "names_title")
 

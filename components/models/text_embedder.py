@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 from haystack import component
 
-from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import query_vector
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +57,12 @@ class OnnxTextEmbedder:
         self.prefix = prefix
         self.max_chars = max_chars
         self.return_list = return_list
-        self._encoder: OnnxEncoder | None = None
+        self._encoder: TokenEncoder | None = None
 
     def warm_up(self) -> None:
         """Load (or reuse) the ONNX session."""
         if self._encoder is None:
-            self._encoder = OnnxEncoder.get(self.model, self.precision, self.device)
+            self._encoder = get_encoder(self.model, self.precision, self.device)
 
     @component.output_types(embedding=list[float], vector=np.ndarray, meta=dict[str, Any])
     def run(self, text: str) -> dict[str, Any]:
@@ -73,12 +74,7 @@ class OnnxTextEmbedder:
         if not isinstance(text, str):
             msg = "OnnxTextEmbedder expects a string; use OnnxDocumentEmbedder for documents."
             raise TypeError(msg)
-        if not text.strip():
-            msg = "The query is empty: pass a non-empty question or keywords."
-            raise ValueError(msg)
-        if len(text) > self.max_chars:
-            msg = f"The query has {len(text)} characters, more than max_chars={self.max_chars}."
-            raise ValueError(msg)
+        check_query(text, self.max_chars)
         self.warm_up()
         assert self._encoder is not None
         full = self.prefix + text

@@ -33,13 +33,16 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.types import DuplicatePolicy
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_HNSW_EF, DEFAULT_OPTIMIZE_THRESHOLD
+from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV, qdrant_folder
+from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.components.stores.store_wire import recv_message, send_message
 
 logger = logging.getLogger(__name__)
 
 #: Environment variable naming the store host's socket (set by ``serve --workers`` in each worker).
-SOCKET_ENV = "ADAPTIVE_STORE_SOCKET"
+SOCKET_ENV = STORE_SOCKET_ENV
 #: Seconds a call keeps trying to reach a host that does not answer (a restarting host).
 WAIT_ENV = "ADAPTIVE_STORE_HOST_WAIT_S"
 #: Methods a host runs for a remote store: the DocumentStore protocol, the channels' searches, maintenance.
@@ -63,7 +66,7 @@ REMOTE_METHODS = frozenset(
 )
 
 
-class StoreHostUnavailableError(DocumentStoreError, ConnectionError):
+class StoreHostUnavailableError(StoreError, ConnectionError):
     """The store host did not answer within the wait (stopped, or restarting for too long)."""
 
 
@@ -135,14 +138,12 @@ class RemoteDocumentStore:
     @property
     def folder(self) -> Path:
         """The index folder (as :attr:`EdgeDocumentStore.folder`): files kept with the index live here."""
-        from adaptive_retrieval.components.stores.edge_document_store import resolve_path
-
-        return Path(resolve_path(self.path)).expanduser()
+        return qdrant_folder(self.path).expanduser()
 
     @property
     def socket_path(self) -> str:
         """The host's socket: ``socket``, else ``$ADAPTIVE_STORE_SOCKET``."""
-        path = self.socket or os.environ.get(SOCKET_ENV)
+        path = self.socket or settings.text(SOCKET_ENV)
         if not path:
             msg = f"RemoteDocumentStore needs the store host's socket: pass socket= or set ${SOCKET_ENV}"
             raise DocumentStoreError(msg)
@@ -172,7 +173,7 @@ class RemoteDocumentStore:
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """``method(*args, **kwargs)`` on the host's store; every method is idempotent, so a call whose connection
         broke is sent again on a new one until the wait runs out."""
-        wait = float(os.environ.get(WAIT_ENV, "30"))
+        wait = settings.number(WAIT_ENV)
         deadline = time.monotonic() + wait
         delay = 0.05
         while True:

@@ -1,0 +1,27 @@
+"""The wheel's contents: every package of the source tree, the package data and the pipelines' YAML."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from setuptools import find_packages
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_package_and_the_yaml_are_declared() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    found = {f"adaptive_retrieval.{p}" for p in find_packages(str(ROOT), include=["components*", "pipelines*"])}
+    # Hayhooks wrapper folders have no __init__.py (Hayhooks loads them by path) but must ship too, and so must
+    # the data folders (no Python in them).
+    wrappers = {
+        f"adaptive_retrieval.pipelines.{w.parent.name}" for w in (ROOT / "pipelines").glob("*/pipeline_wrapper.py")
+    }
+    data = {f"adaptive_retrieval.components.{d.parent.name}.data" for d in (ROOT / "components").glob("*/data")}
+    assert wrappers == {f"adaptive_retrieval.pipelines.{name}" for name in ("query", "indexing", "diagrams")}
+    declared = set(config["packages"])
+    expected = found | wrappers | data | {"adaptive_retrieval.pipelines.yaml"}
+    assert declared == expected, "a new subpackage must be listed in pyproject.toml"
+    assert config["package-dir"]["adaptive_retrieval.pipelines.yaml"] == "yaml"
+    assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}
