@@ -21,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import os
 import socket as socket_module
 import threading
 import time
