@@ -346,7 +346,20 @@ def _wait(process: subprocess.Popen, timeout: float = 60.0) -> None:
 
 
 def serve_workers(count: int, host: str, port: int, pipelines_dir: str | None, out: TextIO) -> int:
-    """Run ``count`` workers and the store host until SIGTERM/SIGINT (see the module docstring)."""
+    """Run ``count`` workers and the store host until SIGTERM/SIGINT (see the module docstring).
+
+    The command line has imported the whole package by now: this process becomes a lean supervisor (``exec``, same
+    pid, ~20 MB instead of ~300 MB) that imports nothing but this module.
+    """
+    out.flush()
+    extra = ["--pipelines-dir", pipelines_dir] if pipelines_dir else []
+    command = ["--count", str(count), "--host", host, "--port", str(port), *extra]
+    os.execv(sys.executable, [sys.executable, "-m", __name__, "supervise", *command])
+    return 0  # not reached
+
+
+def supervise(count: int, host: str, port: int, pipelines_dir: str | None, out: TextIO) -> int:
+    """The supervisor's loop: start the host, then the workers; restart what dies; stop all on SIGTERM/SIGINT."""
     supervisor = Supervisor(count, host, port, pipelines_dir)
 
     def stop(signum: int, _frame: Any) -> None:
@@ -371,5 +384,21 @@ def serve_workers(count: int, host: str, port: int, pipelines_dir: str | None, o
     return 0
 
 
+def supervisor_main(argv: list[str]) -> int:
+    """``python -m adaptive_retrieval.pipelines.workers supervise ...`` (what :func:`serve_workers` execs)."""
+    parser = argparse.ArgumentParser(description="supervisor of `adaptive-retrieval serve --workers N`")
+    parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--pipelines-dir", default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s serve %(levelname)s %(name)s: %(message)s")
+    try:
+        return supervise(args.count, args.host, args.port, args.pipelines_dir, sys.stdout)
+    except (WorkersError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(worker_main())
+    sys.exit(supervisor_main(sys.argv[2:]) if sys.argv[1:2] == ["supervise"] else worker_main())
