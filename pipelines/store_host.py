@@ -35,11 +35,9 @@ from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumen
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
+from adaptive_retrieval.pipelines.workers import HTTP_SOCKET, STORE_SOCKET
 
 logger = logging.getLogger(__name__)
-
-STORE_SOCKET = "store.sock"
-HTTP_SOCKET = "http.sock"
 
 
 class StoreHost:
@@ -133,13 +131,6 @@ def serve_store(host: StoreHost, path: str | Path) -> _StoreServer:
     threading.Thread(target=server.serve_forever, name="store-host", daemon=True).start()
     logger.info("Store host serving %s on %s", host.folder, path)
     return server
-
-
-def host_origin(host: str, port: int) -> str:
-    """The public origin (``http://host:port``, a wildcard bind as loopback): the Host header of a request the
-    supervisor or a worker sends the host over its socket, which the host's guard checks like any other."""
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def bind_private_socket(path: Path) -> socket.socket:

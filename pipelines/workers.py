@@ -51,8 +51,17 @@ _PARENT_ENV = "ADAPTIVE_SUPERVISOR_PID"
 ORT_THREADS_ENV = "ADAPTIVE_ORT_THREADS"
 #: Seconds the host and each worker may take to start (models load here).
 START_TIMEOUT_S = 600.0
+#: The store host's sockets in the private folder: store calls, and its app (uploads and deletes).
+STORE_SOCKET, HTTP_SOCKET = "store.sock", "http.sock"
 #: Routes that write: a worker forwards them to the store host.
 _FORWARDED_PREFIXES = ("/indexing", "/v1/files", "/sources")
+
+
+def host_origin(host: str, port: int) -> str:
+    """The public origin (``http://host:port``, a wildcard bind as loopback): the Host header of a request the
+    supervisor or a worker sends the host over its socket, which the host's guard checks like any other."""
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def default_cores() -> int:
@@ -156,7 +165,7 @@ def worker_app(runtime: Path, index: int, count: int, host: str, port: int, pipe
 
     from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
     from adaptive_retrieval.pipelines.security import GuardMiddleware
-    from adaptive_retrieval.pipelines.store_host import HTTP_SOCKET, host_origin, private_pipelines_dir
+    from adaptive_retrieval.pipelines.store_host import private_pipelines_dir
 
     source = Path(pipelines_dir or PIPELINES_DIR).resolve()
     # Every wrapper but the indexing one, which runs in the store host.
@@ -236,9 +245,9 @@ class Supervisor:
         self.stopping = False
 
     def _env(self, index: int | None = None) -> dict[str, str]:
-        from adaptive_retrieval.components.stores.remote_document_store import SOCKET_ENV
-        from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV
-        from adaptive_retrieval.pipelines.store_host import STORE_SOCKET
+        # Names only: the supervisor stays a small process (no Haystack, no models).
+        from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
+        from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV as SOCKET_ENV
 
         env = {**os.environ, _PARENT_ENV: str(os.getpid()), WORKER_COUNT_ENV: str(self.count)}
         env.pop(SOCKET_ENV, None)
@@ -257,8 +266,6 @@ class Supervisor:
     def start_host(self) -> None:
         """Start the store host and wait until its app answers on its socket."""
         import httpx
-
-        from adaptive_retrieval.pipelines.store_host import HTTP_SOCKET, host_origin
 
         command = [sys.executable, "-m", "adaptive_retrieval.pipelines.store_host", *self._common()]
         self.host_process = subprocess.Popen(command, env=self._env())
