@@ -49,9 +49,11 @@ def memory_mb(root: int) -> dict[str, dict[str, float]]:
         except OSError:
             continue
         fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in rollup[1:] if line.split()}
-        role = (
-            "store-host" if "store_host" in command else f"worker-{pid}" if "pipelines.workers" in command else "server"
-        )
+        role = "server"  # the one process, or the supervisor of `serve --workers N`
+        if "store_host" in command:
+            role = "store-host"
+        elif "pipelines.workers --fd" in command:
+            role = f"worker-{pid}"
         result[role] = {"rss_mb": round(fields.get("Rss", 0.0), 1), "pss_mb": round(fields.get("Pss", 0.0), 1)}
     return result
 
