@@ -50,7 +50,9 @@ _SETTINGS = (
         None,
         "stores",
         "A Qdrant server or cluster: the pipelines use qdrant-haystack's "
-        "`QdrantDocumentStore` instead of the embedded store; `load_pipeline(url=...)` wins.",
+        "`QdrantDocumentStore` instead of the embedded store; `load_pipeline(url=...)` wins. `:memory:` or "
+        "`file:///abs/folder`: the same store on qdrant-client's in-process mode (no server; one client per process, "
+        "shared by every component: tests and CI).",
     ),
     Setting("QDRANT_API_KEY", None, "stores", "API key for `QDRANT_URL` (read by qdrant-haystack as a Secret)."),
     Setting("ADAPTIVE_QDRANT_SHARDS", None, "stores", "Shards of a collection created on `QDRANT_URL`."),

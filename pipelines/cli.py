@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -35,6 +36,7 @@ from adaptive_retrieval.pipelines.cli_commands import (
     cmd_serve,
     cmd_stats,
 )
+from adaptive_retrieval.pipelines.cli_format import error_line
 from adaptive_retrieval.pipelines.model_commands import add_models_parser
 
 EXIT_INTERRUPTED = 130
@@ -146,6 +148,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--batch-files must be at least 1")
     from adaptive_retrieval.pipelines.threads import limit_blas_threads
 
+    # A failing component makes Haystack build a debugging snapshot of the run (saved only on request) and warn
+    # about every input it cannot serialise: noise around the one error line printed below.
+    logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
     try:
         limit_blas_threads()
         return args.func(args, out)
@@ -155,7 +160,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except Exception as err:
         if not isinstance(err, _user_errors()):
             raise
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {error_line(err)}", file=sys.stderr)
         return EXIT_ERROR
 
 

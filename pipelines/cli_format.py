@@ -59,3 +59,17 @@ def print_stats(stats: dict[str, Any], out: TextIO) -> None:
         f"summaries, {totals['graph_chunks']} graph chunks, {totals['orphan_graph_chunks']} orphaned graph chunks",
         file=out,
     )
+
+
+def error_line(err: BaseException) -> str:
+    """One line for ``error: ...``: a Haystack ``PipelineRuntimeError`` as its underlying cause and the component
+    it came from (its own message spans four lines around that cause), anything else as its message."""
+    from haystack.core.errors import PipelineRuntimeError
+
+    if isinstance(err, PipelineRuntimeError) and err.__cause__ is not None:
+        cause = err.__cause__
+        text = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        text = f"{text} (in the pipeline component '{err.component_name}')"
+    else:
+        text = str(err)
+    return " ".join(text.split())

@@ -22,8 +22,6 @@ from adaptive_retrieval.components.indexing.entity_extractor import EntityExtrac
 from adaptive_retrieval.components.indexing.faults import fault_point
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
 from adaptive_retrieval.components.indexing.manifest import (
-    STATE_COMPLETE,
-    STATE_FAILED,
     complete_record,
     kept_record,
     looks_complete,
@@ -42,6 +40,7 @@ from adaptive_retrieval.components.indexing.section_splitter import SectionSplit
 from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
 from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard
 from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
+from adaptive_retrieval.components.manifest_records import STATE_COMPLETE, STATE_FAILED
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder

@@ -231,6 +231,28 @@ async def _refuse(
     await _send_json(send, status, detail, headers)
 
 
+#: Header a deliberate 5xx answer carries from this package's code to :class:`GuardMiddleware`: its reason is meant
+#: for the client (a full disk, a busy indexer) and names no server path. The guard passes such an answer on (and
+#: logs it) without the header; every other 5xx body is replaced.
+PUBLIC_REASON_HEADER = "x-adaptive-public-reason"
+
+
+def public_server_error(status_code: int, detail: str, headers: dict[str, str] | None = None) -> Exception:
+    """An ``HTTPException`` for a deliberate 5xx whose ``detail`` the client should read (507 disk full, 503 indexer
+    busy): :class:`GuardMiddleware` lets its reason through. ``detail`` must name no server path.
+
+    Usage::
+
+        raise public_server_error(507, err.public_message()) from err
+    """
+    from fastapi import HTTPException
+
+    if status_code < 500:
+        msg = f"public_server_error is for 5xx answers (a 4xx reason reaches the client anyway), got {status_code}"
+        raise ValueError(msg)
+    return HTTPException(status_code=status_code, detail=detail, headers={**(headers or {}), PUBLIC_REASON_HEADER: "1"})
+
+
 async def _send_json(send: Send, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     start_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -280,11 +302,18 @@ class GuardMiddleware:
 
 
 def _scrubbing_send(send: Send, path: str) -> Send:
-    """``send`` with the body of a 5xx answer replaced by a generic message (the original goes to the log)."""
+    """``send`` with the body of a 5xx answer replaced by a generic message (the original goes to the log), unless
+    the answer is a deliberate one (:func:`public_server_error`): that one goes on without its marker header."""
     state: dict[str, object] = {"status": None, "body": b""}
+    marker = PUBLIC_REASON_HEADER.encode()
 
     async def guarded(message: Message) -> None:
         if message["type"] == "http.response.start" and message["status"] >= 500:
+            headers = message.get("headers", [])
+            if any(k.lower() == marker for k, _ in headers):
+                logger.warning("%s answered %s with its reason (deliberate)", path, message["status"])
+                await send({**message, "headers": [(k, v) for k, v in headers if k.lower() != marker]})
+                return
             state["status"] = message["status"]
             state["request_id"] = [(k, v) for k, v in message.get("headers", []) if k.lower() == b"x-request-id"]
             return

@@ -1,9 +1,18 @@
 """The document store both pipelines share, configured from arguments or the environment: Qdrant Edge in
-process for a local folder (the default), qdrant-haystack's ``QdrantDocumentStore`` for a Qdrant server."""
+process for a local folder (the default), qdrant-haystack's ``QdrantDocumentStore`` for a Qdrant server.
+
+``$QDRANT_URL`` may also name qdrant-client's *in-process* mode, which speaks the server's client API without a
+server: ``:memory:`` (a database in memory, gone when the process ends) or ``file:///abs/folder`` (a local folder).
+It is the server path's code (same store class, same retrievers) for tests and CI; it holds one client per
+process, which :func:`shared_in_process_store` gives to every component of every pipeline loaded here.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from haystack.utils import Secret
 
@@ -27,17 +36,76 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphS
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
+#: ``$QDRANT_URL`` for qdrant-client's in-memory database in this process (no server).
+IN_MEMORY = ":memory:"
 __all__ = [
     "GRAPH_FILE",
     "GRAPH_PATH_ENV",
+    "IN_MEMORY",
     "NEO4J_URI_ENV",
     "QDRANT_PATH_ENV",
     "QDRANT_URL_ENV",
     "STORE_SOCKET_ENV",
+    "in_process_location",
     "make_graph_store",
     "make_store",
     "qdrant_folder",
+    "release_in_process_stores",
+    "shared_in_process_store",
 ]
+
+
+def in_process_location(url: str) -> dict[str, str] | None:
+    """qdrant-client's in-process mode that ``url`` names: ``{"location": ":memory:"}`` for ``:memory:``,
+    ``{"path": FOLDER}`` for ``file:///FOLDER``; ``None`` for anything else (a server URL).
+
+    :raises ValueError: for a ``file:`` URL without an absolute folder or with a host.
+    """
+    if url == IN_MEMORY:
+        return {"location": IN_MEMORY}
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        return None
+    folder = unquote(parsed.path)
+    if parsed.netloc not in ("", "localhost") or not os.path.isabs(folder):
+        msg = f"QDRANT_URL={url!r}: a local folder is written file:///absolute/folder"
+        raise ValueError(msg)
+    return {"path": folder}
+
+
+_SHARED: dict[tuple[str | None, str | None, str], Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_in_process_store(store: Any) -> Any:
+    """The process's one ``QdrantDocumentStore`` for the in-process database ``store`` names (same location or
+    folder, same collection), ``store`` itself the first time; any other store is returned as it is.
+
+    qdrant-client's in-memory database belongs to the client that made it (a second client sees an empty one)
+    and a local folder admits one client (a second is refused): the components of the query and indexing
+    pipelines must hold the same store object. The stores are created lazily (no client until first use), so
+    the ones replaced here never open anything.
+    """
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    if not isinstance(store, QdrantDocumentStore):
+        return store
+    location = getattr(store, "location", None)
+    path = getattr(store, "path", None)
+    if location != IN_MEMORY and not path:
+        return store
+    key = (location, os.path.abspath(path) if path else None, store.index)
+    with _SHARED_LOCK:
+        return _SHARED.setdefault(key, store)
+
+
+def release_in_process_stores() -> None:
+    """Close and forget the shared in-process stores (the next pipeline loaded starts a fresh database)."""
+    with _SHARED_LOCK:
+        stores = list(_SHARED.values())
+        _SHARED.clear()
+    for store in stores:
+        store.close()
 
 
 def make_store(
@@ -49,7 +117,9 @@ def make_store(
 ) -> Any:
     """The document store: a Qdrant server at ``url`` (or ``$QDRANT_URL``) through qdrant-haystack's
     ``QdrantDocumentStore`` (extra keyword arguments such as ``shard_number``, ``replication_factor``, ``on_disk``
-    pass through to it), else an embedded :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
+    pass through to it; ``:memory:`` or ``file:///folder``: qdrant-client's in-process mode, see
+    :func:`in_process_location` and :func:`shared_in_process_store`), else an embedded
+    :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
     ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``), or, in a worker of
     ``serve --workers N`` (``socket`` or ``$ADAPTIVE_STORE_SOCKET``), a ``RemoteDocumentStore`` on the store host that
     owns that folder; ``create=False``
@@ -65,17 +135,24 @@ def make_store(
         extra.pop("create", None)  # a server creates collections itself
         from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
+        # qdrant-client's in-process mode (":memory:", file:///folder), else a server at that URL.
+        where: dict[str, Any] = {"url": url}
+        local = in_process_location(url)
+        if local:
+            # A local folder is read by the server's worker threads, not only the thread that opened it.
+            where = {**local, "force_disable_check_same_thread": "path" in local}
         return QdrantDocumentStore(
-            url=url,
+            **where,
             api_key=Secret.from_env_var("QDRANT_API_KEY", strict=False),
             index=index,
             embedding_dim=embedding_dim,
             use_sparse_embeddings=True,
             sparse_idf=True,
             progress_bar=False,
-            payload_fields_to_index=[
-                {"field_name": field, "field_schema": schema} for field, schema in DEFAULT_PAYLOAD_INDEXES.items()
-            ],
+            # Payload indexes are a server's (qdrant-client's in-process mode warns that they do nothing there).
+            payload_fields_to_index=None
+            if local
+            else [{"field_name": field, "field_schema": schema} for field, schema in DEFAULT_PAYLOAD_INDEXES.items()],
             **extra,
         )
     return EdgeDocumentStore(path=path, index=index, embedding_dim=embedding_dim, **extra)

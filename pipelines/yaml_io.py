@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
+from haystack.core.serialization import DeserializationCallbacks
 from haystack.marshal import YamlMarshaller
 
 import yaml
@@ -18,6 +19,7 @@ from adaptive_retrieval.pipelines.store_config import (
     default_graph_path,
     make_graph_store,
     make_store,
+    shared_in_process_store,
 )
 
 #: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed). Plain Haystack:
@@ -204,6 +206,14 @@ def _refuse_alias_bombs(text: str) -> None:
             close(size, child_height + 1)
 
 
+def _share_in_process_stores(name: str, cls: type, init_params: dict[str, Any]) -> None:
+    """Haystack's pre-init callback: a component's in-process ``QdrantDocumentStore`` becomes the process's shared
+    one (:func:`~adaptive_retrieval.pipelines.store_config.shared_in_process_store`)."""
+    for key, value in init_params.items():
+        if key == "document_store":
+            init_params[key] = shared_in_process_store(value)
+
+
 def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     """Build a pipeline from YAML text.
 
@@ -234,7 +244,9 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
         if store_overrides:
             _override_stores(data, store_overrides)
     try:
-        return Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+        # Components that name one in-process Qdrant database get one store object (store_config).
+        callbacks = DeserializationCallbacks(component_pre_init=_share_in_process_stores)
+        return Pipeline.from_dict(data, callbacks=callbacks, allowed_modules=ALLOWED_MODULES)
     except Exception as err:
         msg = f"Could not build the pipeline from YAML: {err}"
         raise PipelineLoadError(msg) from err

@@ -92,7 +92,10 @@ def _stemmer() -> Any:
 
 def content_terms(text: str) -> set[str]:
     """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    if text.isascii():  # NFKD leaves ASCII as it is, without combining marks: skip the per-character walk
+        folded = text.lower()
+    else:
+        folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
     stop = stopwords()
     words = [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
     return set(_stemmer().stem_words(words))

@@ -17,6 +17,8 @@ _PAREN_SUFFIX = re.compile(r"\s*\([^)]*\)\s*$")
 
 def fold(text: str) -> str:
     """``text`` with accents removed (NFKD, combining marks dropped); case is kept."""
+    if text.isascii():  # NFKD leaves ASCII as it is and it has no combining marks: the common case, at no cost
+        return text
     text = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in text if not unicodedata.combining(ch))
 

@@ -27,11 +27,12 @@ from hayhooks import BasePipelineWrapper
 from haystack.core.errors import PipelineRuntimeError
 from starlette.datastructures import Headers
 
-from adaptive_retrieval.components.indexing.manifest import STATE_COMPLETE, read_manifests
+from adaptive_retrieval.components.indexing.manifest import read_manifests
+from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
-from adaptive_retrieval.pipelines.security import guard_request, is_guarded
+from adaptive_retrieval.pipelines.security import guard_request, is_guarded, public_server_error
 from adaptive_retrieval.pipelines.serving import (
     IndexResponse,
     Replacement,
@@ -117,11 +118,11 @@ class PipelineWrapper(BasePipelineWrapper):
             cause = err if isinstance(err, InsufficientSpaceError) else err.__cause__
             if not isinstance(cause, InsufficientSpaceError):
                 raise
-            raise HTTPException(status_code=507, detail=cause.public_message()) from err
+            raise public_server_error(507, cause.public_message()) from err
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
-            raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
+            raise public_server_error(503, str(err), headers={"Retry-After": str(err.retry_after)}) from err
         if counts["failed"] and len(counts["failed"]) == counts["files"] - counts["skipped"]:
             # Nothing was indexed. A 200 would read as success: 413 when every file was over a limit on what
             # splitting produced (the content check already answered 400 for the others), else 422.
@@ -148,7 +149,7 @@ class PipelineWrapper(BasePipelineWrapper):
             ]
         except OSError as err:  # no server path in the answer
             detail = f"The server could not save the upload: {err.strerror or type(err).__name__}"
-            raise HTTPException(status_code=507, detail=detail) from err
+            raise public_server_error(507, detail) from err
 
     def delete_sources(self, names: list[str]) -> list[dict]:
         """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
@@ -165,11 +166,11 @@ class PipelineWrapper(BasePipelineWrapper):
             with self.queue.admit_delete():
                 return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
         except InsufficientSpaceError as err:  # a delete writes too (the write-ahead log, the manifest records)
-            raise HTTPException(status_code=507, detail=err.public_message()) from err
+            raise public_server_error(507, err.public_message()) from err
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
-            raise HTTPException(503, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
+            raise public_server_error(503, str(err), headers={"Retry-After": str(err.retry_after)}) from err
 
     def run_api(
         self, files: list[UploadFile] | None = None, force: bool = False, headers: Headers | None = None

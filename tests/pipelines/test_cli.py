@@ -127,3 +127,25 @@ def test_console_script_is_installed(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 1 and "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failing_component_is_one_error_line_naming_its_cause() -> None:
+    """Haystack's PipelineRuntimeError (four lines around the cause) becomes one line: the cause and the component."""
+    from haystack import Pipeline, component
+    from haystack.core.errors import PipelineRuntimeError
+
+    from adaptive_retrieval.pipelines.cli_format import error_line
+
+    @component
+    class FullDisk:
+        @component.output_types(done=bool)
+        def run(self, text: str) -> dict:
+            raise OSError(28, "No space left on device")
+
+    pipeline = Pipeline()
+    pipeline.add_component("writer", FullDisk())
+    with pytest.raises(PipelineRuntimeError) as caught:
+        pipeline.run({"writer": {"text": "x"}})
+    line = error_line(caught.value)
+    assert line == "OSError: [Errno 28] No space left on device (in the pipeline component 'writer')"
+    assert error_line(ValueError("plain\nmessage")) == "plain message"

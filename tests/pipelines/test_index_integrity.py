@@ -18,15 +18,13 @@ import pytest
 
 from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing.manifest import (
-    MANIFEST_LEVEL,
-    STATE_COMPLETE,
-    STATE_INDEXING,
     index_stats,
     manifest_document,
     read_manifests,
     reconcile,
     write_manifests,
 )
+from adaptive_retrieval.components.manifest_records import MANIFEST_LEVEL, STATE_COMPLETE, STATE_INDEXING
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities
 from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits

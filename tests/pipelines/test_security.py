@@ -150,6 +150,41 @@ def test_server_errors_carry_no_paths() -> None:
         assert httpx.get(f"{url}/fine").json() == {"detail": "bad input"}
 
 
+def test_deliberate_server_errors_keep_their_reason() -> None:
+    """A 507 or 503 raised on purpose (public_server_error) reaches the client with its reason and headers; a 503
+    or 500 raised any other way is still replaced."""
+    from adaptive_retrieval.pipelines.app import free_port, running_server
+    from adaptive_retrieval.pipelines.security import PUBLIC_REASON_HEADER, public_server_error
+
+    app = FastAPI()
+
+    @app.get("/full")
+    def full() -> None:
+        raise public_server_error(507, "The server's disk is full (12 MB free, 50 MB needed)")
+
+    @app.get("/busy")
+    def busy() -> None:
+        raise public_server_error(503, "The indexer is busy; try again later", headers={"Retry-After": "30"})
+
+    @app.get("/accident")
+    def accident() -> None:
+        raise HTTPException(status_code=503, detail=f"cannot open {REPO}/qdrant")
+
+    app.add_middleware(GuardMiddleware, policy=ServingPolicy())
+    port = free_port()
+    with running_server(app, port=port) as url:
+        full_answer = httpx.get(f"{url}/full")
+        assert full_answer.status_code == 507 and "disk is full (12 MB free" in full_answer.json()["detail"]
+        assert PUBLIC_REASON_HEADER not in full_answer.headers
+        busy_answer = httpx.get(f"{url}/busy")
+        assert busy_answer.status_code == 503 and busy_answer.json()["detail"].startswith("The indexer is busy")
+        assert busy_answer.headers["retry-after"] == "30"
+        accident_answer = httpx.get(f"{url}/accident")
+        assert accident_answer.status_code == 503 and str(REPO) not in accident_answer.text
+    with pytest.raises(ValueError, match="5xx"):
+        public_server_error(404, "not a server error")
+
+
 def test_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("ADAPTIVE_API_TOKEN", "ADAPTIVE_CORS_ORIGINS", "ADAPTIVE_ALLOWED_HOSTS", "ADAPTIVE_DEV_ALLOW_DEPLOY"):
         monkeypatch.delenv(name, raising=False)

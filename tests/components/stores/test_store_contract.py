@@ -1,5 +1,7 @@
-"""The document stores the channels search: Qdrant Edge embedded (always) and a Qdrant server (when QDRANT_URL is
-set) under one contract, plus what only the embedded store has to get right (sharing, locking, bad folders)."""
+"""The document stores the channels search: Qdrant Edge embedded (always), qdrant-haystack's store on
+qdrant-client's in-process database (always: the server path's code without a server) and a Qdrant server (when
+QDRANT_URL is set) under one contract, plus what only the embedded store has to get right (sharing, locking, bad
+folders)."""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def _server_store():
     return make_store(url=url, index="adaptive_contract_test", recreate_index=True)
 
 
-@pytest.fixture(params=["edge", "remote", pytest.param("server", marks=pytest.mark.server)])
+@pytest.fixture(params=["edge", "remote", "in-process", pytest.param("server", marks=pytest.mark.server)])
 def store(request, tmp_path):
     if request.param == "server":
         yield _server_store()
@@ -63,6 +65,12 @@ def store(request, tmp_path):
         server.shutdown()
         server.server_close()
         host.close()
+        return
+    if request.param == "in-process":
+        # The server path's store and retrievers on qdrant-client's in-process database: no network needed.
+        local = make_store(url=":memory:", index="adaptive_contract_test")
+        yield local
+        local.close()
         return
     edge = EdgeDocumentStore(path=str(tmp_path / "edge"))
     yield edge

@@ -1,0 +1,85 @@
+"""The results of a fixed query set, written down to compare two versions of the code (a speed-up must not change
+them): per query the final documents' ids and scores (exact), the intent, the gate's decision and quality.
+
+    python scripts/result_fingerprint.py --out before.json            # on the old code
+    python scripts/result_fingerprint.py --out after.json --compare before.json   # exit 1 on any difference
+
+The index is ``scripts/bench.py``'s synthetic one (``--chunks`` passages, cached under ``--root``), the queries
+its synthetic queries (``--queries``, fixed seed), run in process through ``yaml/query.yaml`` with ``run_query``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fingerprint(chunks: int, queries: int, root: Path) -> dict[str, Any]:
+    """``{query: {"documents": [[id, score], ...], "intent": ..., "decision": ..., "quality": ...}}``."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import bench_root, synthetic_passages, synthetic_queries  # noqa: I001 (scripts/ on the path)
+    from evaluation.data import EvalSet
+    from evaluation.systems import AdaptiveSystem
+
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+
+    limit_blas_threads()
+    passages = synthetic_passages(chunks)
+    system = AdaptiveSystem(bench_root(root, chunks))
+    system.index(EvalSet(f"synthetic-{chunks}", passages, []))
+    out: dict[str, Any] = {}
+    for query in synthetic_queries(passages, queries):
+        result = run_query(system.pipeline, query)
+        gate = result.get("gate") or {}
+        out[query] = {
+            "documents": [[d.id, d.score] for d in result["documents"]],
+            "intent": result["intent"],
+            "decision": gate.get("decision"),
+            "quality": gate.get("quality"),
+        }
+    release_all_clients()
+    return out
+
+
+def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One line per query whose fingerprint differs (or that only one side has)."""
+    lines = [f"only in one run: {q!r}" for q in sorted(set(old) ^ set(new))]
+    for query in sorted(set(old) & set(new)):
+        if old[query] != new[query]:
+            changed = [k for k in old[query] if old[query][k] != new[query].get(k)]
+            lines.append(f"{query!r}: {', '.join(changed)} differ")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the benchmark indexes are cached")
+    parser.add_argument("--out", required=True, help="write the fingerprint here (JSON)")
+    parser.add_argument("--compare", help="an earlier fingerprint: exit 1 when this one differs from it")
+    args = parser.parse_args()
+    result = fingerprint(args.chunks, args.queries, Path(args.root))
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    documents = sum(len(v["documents"]) for v in result.values())
+    print(f"{len(result)} queries, {documents} documents -> {args.out}")
+    if not args.compare:
+        return 0
+    diff = differences(json.loads(Path(args.compare).read_text()), result)
+    for line in diff:
+        print(f"DIFFERENT {line}")
+    print("identical" if not diff else f"{len(diff)} of {len(result)} queries differ")
+    return 1 if diff else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
