@@ -75,6 +75,19 @@ _SETTINGS = (
         "Free disk space every open and write leaves, in MB "
         "(0 turns the check off); a write that would go below it is refused with a clear error.",
     ),
+    Setting(
+        "ADAPTIVE_STORE_SOCKET",
+        None,
+        "stores",
+        "Set by `serve --workers N` in each worker: the store host's Unix socket "
+        "(the pipelines' document store is then a `RemoteDocumentStore` on the host's index).",
+    ),
+    Setting(
+        "ADAPTIVE_STORE_HOST_WAIT_S",
+        "30",
+        "stores",
+        "Seconds a worker's store call keeps trying to reach a store host that does not answer (restarting).",
+    ),
     # -- models ---------------------------------------------------------------------------------------------
     Setting("ADAPTIVE_DEVICE", "cpu", "models", "`cpu` or `cuda` for every model component; `device` wins."),
     Setting(
@@ -142,6 +155,19 @@ _SETTINGS = (
     Setting(
         "ADAPTIVE_UPLOAD_DIR", None, "serving", "Where uploaded files are kept (default `uploads/` beside the store)."
     ),
+    Setting(
+        "ADAPTIVE_WORKER_INDEX",
+        None,
+        "serving",
+        "Set by `serve --workers N` in each worker: its number (0..N-1), sent as `X-Adaptive-Worker`.",
+    ),
+    Setting("ADAPTIVE_WORKER_COUNT", None, "serving", "Set by `serve --workers N` in its processes: N."),
+    Setting(
+        "ADAPTIVE_SUPERVISOR_PID",
+        None,
+        "serving",
+        "Set by `serve --workers N` in its processes: the pid of `serve`, which they do not outlive.",
+    ),
     Setting("ADAPTIVE_UPLOAD_QUEUE", "4", "serving", "Uploads waiting or running at once; more get 429."),
     Setting("ADAPTIVE_UPLOAD_TIMEOUT_S", "600", "serving", "Seconds an upload may wait and run before 503."),
     Setting(
@@ -175,6 +201,13 @@ _SETTINGS = (
         "the default index and models live in `adaptive-retrieval/` there.",
     ),
     Setting("XDG_CACHE_HOME", None, "folders", "Base of the per-user cache (default `~/.cache`)."),
+    Setting(
+        "XDG_RUNTIME_DIR",
+        None,
+        "folders",
+        "Where `serve --workers N` makes its private folder (mode 0700) for the store host's sockets "
+        "(default: the temporary folder).",
+    ),
     # -- diagrams and tests ---------------------------------------------------------------------------------
     Setting(
         "ADAPTIVE_NODE_MODULES",

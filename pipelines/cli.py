@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=whole_number("check_port"), default=1416, help="port, 1-65535 (default 1416)")
     p.add_argument("--pipelines-dir", default=None, help="folder of pipeline wrappers (default: the package's)")
+    p.add_argument(
+        "--workers",
+        type=whole_number("check_workers"),
+        default=None,
+        help="serving processes over the one index (default: the cores available, at most 4; README 'Scale out')",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("delete", parents=[store], help="delete indexed sources", description=cmd_delete.__doc__)

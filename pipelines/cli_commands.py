@@ -239,6 +239,21 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         os.environ.pop(QDRANT_URL_ENV, None)
     if owner := _store_owner(args):
         raise CliError(f"{_owned_message(owner)}: stop it first, or serve another --store")
+    from adaptive_retrieval.pipelines.store_config import in_process_location
+    from adaptive_retrieval.pipelines.workers import WorkersError, default_workers, serve_workers
+
+    workers = args.workers or default_workers()
+    if workers > 1 and (url := settings.text(QDRANT_URL_ENV)) and in_process_location(url):
+        # qdrant-client's in-process database lives in one process: workers could not share it.
+        if args.workers:
+            msg = f"--workers {workers} needs an index every worker reaches: QDRANT_URL={url} is in one process only"
+            raise CliError(msg)
+        workers = 1
+    if workers > 1:
+        try:
+            return serve_workers(workers, args.host, args.port, args.pipelines_dir, out)
+        except (WorkersError, OSError) as err:
+            raise CliError(str(err)) from err
     try:
         app = create_app(args.pipelines_dir, host=args.host, port=args.port)
     except PipelineModuleLoadError as err:

@@ -123,5 +123,9 @@ def claim_served_store() -> Path | None:
 
     :raises StoreOwnedError: when another live process serves it.
     """
+    from adaptive_retrieval.pipelines.store_config import STORE_SOCKET_ENV
+
+    if settings.text(STORE_SOCKET_ENV):  # a worker of `serve --workers N`: the store host owns the store
+        return None
     path = local_store_path()
     return None if path is None else claim_store(path, served_url())

@@ -28,6 +28,7 @@ from adaptive_retrieval.components.stores.locations import (
     NEO4J_URI_ENV,
     QDRANT_PATH_ENV,
     QDRANT_URL_ENV,
+    STORE_SOCKET_ENV,
     graph_file,
     qdrant_folder,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "NEO4J_URI_ENV",
     "QDRANT_PATH_ENV",
     "QDRANT_URL_ENV",
+    "STORE_SOCKET_ENV",
     "in_process_location",
     "make_graph_store",
     "make_store",
@@ -120,9 +122,17 @@ def make_store(
     pass through to it; ``:memory:`` or ``file:///folder``: qdrant-client's in-process mode, see
     :func:`in_process_location` and :func:`shared_in_process_store`), else an embedded
     :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
-    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``); ``create=False``
+    ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``), or, in a worker of
+    ``serve --workers N`` (``socket`` or ``$ADAPTIVE_STORE_SOCKET``), a ``RemoteDocumentStore`` on the store host that
+    owns that folder; ``create=False``
     (the query side) makes a missing embedded index an error instead of an empty store."""
     url = url or settings.text(QDRANT_URL_ENV)
+    socket = extra.pop("socket", None) or (None if url else settings.text(STORE_SOCKET_ENV))
+    if socket and not url:
+        # A worker of `serve --workers N`: the index is open in the store host (pipelines/workers.py).
+        from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
+
+        return RemoteDocumentStore(socket=socket, path=path, index=index, embedding_dim=embedding_dim, **extra)
     if url:
         extra.pop("create", None)  # a server creates collections itself
         from haystack_integrations.document_stores.qdrant import QdrantDocumentStore

@@ -102,6 +102,27 @@ def check_fields(body: Mapping[str, Any], accepted: Iterable[str]) -> None:
         raise ValueError(msg)
 
 
+#: Most serving workers ``serve --workers`` accepts (each loads its own models).
+MAX_WORKERS = 64
+
+
+def check_workers(value: Any) -> int:
+    """A serving worker count, from 1 to :data:`MAX_WORKERS`.
+
+    :raises TypeError: when it is not a whole number (or its text).
+    :raises ValueError: when it is out of range.
+    """
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"the worker count must be a whole number from 1 to {MAX_WORKERS}, got {value!r}"
+        raise TypeError(msg)
+    if not 1 <= value <= MAX_WORKERS:
+        msg = f"the worker count must be from 1 to {MAX_WORKERS}, got {value}"
+        raise ValueError(msg)
+    return value
+
+
 def check_port(value: Any) -> int:
     """A TCP port to listen on, from 1 to 65535 (``0`` would listen on a port nobody is told).
 

@@ -15,6 +15,7 @@ from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.store_config import (
     NEO4J_URI_ENV,
     QDRANT_URL_ENV,
+    STORE_SOCKET_ENV,
     default_graph_path,
     make_graph_store,
     make_store,
@@ -75,6 +76,8 @@ def _override_stores(node: Any, overrides: dict[str, Any]) -> None:
         if isinstance(store, dict) and "init_parameters" in store:
             params = store["init_parameters"]
             kept = {k: params[k] for k in ("index", "embedding_dim") if params.get(k) is not None}
+            if overrides.get("socket") and str(store.get("type", "")).endswith("EdgeDocumentStore"):
+                kept = dict(params)  # a worker's RemoteDocumentStore keeps every setting of the Edge store
             kept.update({k: v for k, v in overrides.items() if v is not None})
             target = make_store(**kept).to_dict()
             if target["type"] == store.get("type"):
@@ -263,6 +266,8 @@ def env_store_overrides() -> dict[str, Any]:
             overrides["shard_number"] = settings.whole(QDRANT_SHARDS_ENV, minimum=1)
         if settings.is_set(QDRANT_REPLICATION_ENV):
             overrides["replication_factor"] = settings.whole(QDRANT_REPLICATION_ENV, minimum=1)
+    elif socket := settings.text(STORE_SOCKET_ENV):
+        overrides["socket"] = socket  # a worker of `serve --workers N`: the index is open in the store host
     if graph_url := settings.text(NEO4J_URI_ENV):
         overrides["graph_url"] = graph_url
     return overrides

@@ -10,7 +10,8 @@ too). Each trial then re-indexes the same files without injection and compares `
 
 With ``--server`` trials also run the REST upload path: ``adaptive-retrieval serve`` is started, files are
 uploaded to ``/indexing/run``, the server is SIGKILLed (at a fault point or a random moment), restarted, the
-files uploaded again, and the uploads' sources compared.
+files uploaded again, and the uploads' sources compared. ``--workers N`` serves with ``serve --workers N``: the
+uploads run in the store host (a fault point kills it), and the SIGKILL of ``serve`` takes the host and every worker.
 
 With ``--damage`` each of :data:`DAMAGES` is done to a copy of the reference index (segments folder deleted, nodes
 deleted behind the manifests' back, flipped vector bytes, a damaged payload page, a zero-byte / garbage graph
@@ -24,6 +25,7 @@ Usage::
 
     python scripts/fault_test.py --kills 20 --files 12            # prints one line per kill and a summary
     python scripts/fault_test.py --kills 6 --server --json out.json
+    python scripts/fault_test.py --kills 0 --server --server-kills 20 --workers 2   # the server path with workers
     python scripts/fault_test.py --kills 0 --damage --disk-full   # the damaged-index and full-disk cases only
 """
 
@@ -213,18 +215,21 @@ def cli_trials(args: argparse.Namespace, work: Path, corpus: list[Path], referen
     return results
 
 
-def start_server(port: int, store: Path, base: Path, env: dict[str, str]) -> subprocess.Popen:
-    """``adaptive-retrieval serve`` on ``port`` over ``store``, once ``/status`` answers."""
+def start_server(port: int, store: Path, base: Path, env: dict[str, str], workers: int = 1) -> subprocess.Popen:
+    """``adaptive-retrieval serve --workers N`` on ``port`` over ``store``, once ``/status`` answers (with workers:
+    once every worker serves; the uploads run in the store host, which a fault point kills, and the SIGKILL of
+    ``serve`` takes the host and the workers with it)."""
     import httpx
 
+    command = ["serve", "--store", str(store), "--port", str(port), "--workers", str(workers)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "serve", "--store", str(store), "--port", str(port)],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *command],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "ADAPTIVE_UPLOAD_DIR": str(base / "uploads"), **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 180 * workers
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/status", timeout=2).status_code == 200:
@@ -257,7 +262,7 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
         point = POINTS[(trial * 2) % len(POINTS)] if trial % 2 == 0 else None
         port = free_port()
 
-        proc = start_server(port, store, base, {"ADAPTIVE_FAULT_AT": point} if point else {})
+        proc = start_server(port, store, base, {"ADAPTIVE_FAULT_AT": point} if point else {}, args.workers)
         delay = rng.uniform(0.5, 8.0) if point is None else None
         t0 = time.monotonic()
         with contextlib.suppress(httpx.HTTPError):
@@ -267,7 +272,7 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
         proc.wait()
         outcome = "killed" if proc.returncode == -signal.SIGKILL else f"exited {proc.returncode}"
         elapsed = time.monotonic() - t0
-        proc = start_server(port, store, base, {})
+        proc = start_server(port, store, base, {}, args.workers)
         try:
             redo = upload(port, corpus, timeout=600)
         finally:
@@ -558,6 +563,7 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=20, help="CLI kills (default 20)")
     parser.add_argument("--server", action="store_true", help="also kill the server during uploads")
     parser.add_argument("--server-kills", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers N in the server trials (default 1)")
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--passages", type=int, default=8, help="passages per file")
     parser.add_argument("--seed", type=int, default=14)

@@ -2,6 +2,7 @@
 uploaded for indexing; reports throughput, latency percentiles and errors, and checks that no document is lost.
 
 python scripts/load_test.py [--clients 8] [--seconds 20] [--uploads 6] [--topics 40] [--workdir DIR]
+                            [--workers 1,2] [--rounds 1] [--json OUT]
 
 Steps: index ``--topics`` Python reference chapters (pydoc_data, shipped with CPython) into a fresh Qdrant folder;
 start ``adaptive-retrieval serve`` on 127.0.0.1 in a subprocess (its own process, as in production); phase 1:
@@ -10,11 +11,19 @@ each uploaded file is then found by a query for its unique word; the server is s
 every document id from before is still there, the count grew by exactly the chunks the uploads reported, and
 every id is retrievable. Exit status 1 on any error or lost document. Bounded: at most 64 clients, 600 s per
 phase, ``--max-requests`` per phase; loopback only.
+
+``--workers 1,2`` starts ``serve --workers N`` for each count in turn (``--rounds`` times, alternating, so a busy
+machine slows both alike) on the same index and prints the ratios of the last count to the first. Server CPU is
+summed over every process of the server (store host and workers); each upload must be found by a query from every
+worker as soon as its answer has come back (the bound README "Scale out" states). ``--json OUT`` writes every
+figure: req_s, p50_ms, p95_ms, errors, CPU per request, the Little's-law floor, RSS and PSS per process, the load
+average.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -28,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from evaluation.server_metrics import memory_mb, summary, tree_cpu_seconds
 
 HOST = "127.0.0.1"
 # Questions about the Python reference (the indexed corpus), mixing the router's intents.
@@ -127,22 +138,13 @@ def run_clients(url: str, clients: int, seconds: float, max_requests: int, phase
     phase.seconds = time.monotonic() - start
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measured(server: subprocess.Popen, phase: Phase, work) -> None:
-    """Run ``work()`` and record the server's CPU seconds during it in ``phase``."""
-    before = process_cpu_seconds(server.pid)
+    """Run ``work()`` and record the CPU seconds of every server process during it in ``phase``."""
+    before = tree_cpu_seconds(server.pid)
     work()
-    after = process_cpu_seconds(server.pid)
-    if before is not None and after is not None:
-        phase.server_cpu_s = after - before
+    after = tree_cpu_seconds(server.pid)
+    if after:
+        phase.server_cpu_s = sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
 def snapshot(store_path: Path) -> set[str]:
@@ -158,7 +160,7 @@ def snapshot(store_path: Path) -> set[str]:
         release_all_clients()
 
 
-def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
+def wait_ready(url: str, process: subprocess.Popen, timeout: float, workers: int = 1) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -166,7 +168,7 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
             raise RuntimeError(msg)
         try:
             status = httpx.get(f"{url}/status", timeout=5).json()
-            if {"query", "indexing"} <= set(status.get("pipelines", [])):
+            if {"query", "indexing"} <= set(status.get("pipelines", [])) and status.get("workers", 1) == workers:
                 return
         except (httpx.HTTPError, ValueError):
             pass
@@ -175,69 +177,59 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
     raise TimeoutError(msg)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (1-64, default 8)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="seconds per phase (1-600, default 20)")
-    parser.add_argument("--max-requests", type=int, default=100_000, help="request cap per phase")
-    parser.add_argument("--uploads", type=int, default=6, help=f"files uploaded in phase 2 (0-{len(UNIQUE_WORDS)})")
-    parser.add_argument("--topics", type=int, default=40, help="reference chapters indexed first (default 40)")
-    parser.add_argument("--workdir", default=None, help="scratch folder (default: a new temporary folder)")
-    parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
-    parser.add_argument(
-        "--big-upload-chars",
-        type=int,
-        default=0,
-        help="phase 2 uploads ONE file of about this many characters (e.g. the server's $ADAPTIVE_MAX_FILE_CHARS) "
-        "instead of --uploads small ones",
-    )
-    args = parser.parse_args()
-    if not 1 <= args.clients <= 64 or not 1 <= args.seconds <= 600 or not 0 <= args.uploads <= len(UNIQUE_WORDS):
-        parser.error("--clients must be 1-64, --seconds 1-600, --uploads 0-8")
+def check_everywhere(url: str, word: str, file_name: str, workers: int, timeout: float = 60.0) -> dict:
+    """Right after an upload's answer: query for ``word`` on new connections until every worker has answered;
+    each answer must hold the file (the bound: visible as soon as the upload has returned)."""
+    answered: dict[str, bool] = {}
+    start = time.monotonic()
+    while len(answered) < workers and time.monotonic() - start < timeout:
+        with httpx.Client(base_url=url, timeout=120) as fresh:  # a new connection may go to any worker
+            response = fresh.post("/query/run", json={"query": f"{word} procedure", "top_k": 5})
+        if response.status_code != 200:
+            continue
+        names = [Path(d["source"]).name for d in response.json()["result"]["documents"]]
+        worker = response.headers.get("x-adaptive-worker", "0")
+        answered[worker] = answered.get(worker, True) and file_name in names
+    return {
+        "workers_reached": len(answered),
+        "found_by_all": len(answered) == workers and all(answered.values()),
+        "seconds": round(time.monotonic() - start, 2),
+    }
 
-    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
+def run_server(args: argparse.Namespace, workers: int, store_path: Path, workdir: Path, tag: str) -> dict:
+    """Start ``serve --workers N`` on the index, run phase 1 (queries) and phase 2 (queries while uploading), stop
+    it, and check that no document was lost; returns the figures and the failures."""
     from adaptive_retrieval.pipelines.app import free_port
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
-    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
-    from evaluation.corpus import write_pydoc_topics
 
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adaptive-load-")).resolve()
-    store_path = workdir / "qdrant"
-    if store_path.exists():
-        shutil.rmtree(store_path)
-    corpus = write_pydoc_topics(workdir / "corpus")[: args.topics]
-    print(f"workdir {workdir}: indexing {len(corpus)} reference chapters", flush=True)
-    indexing = load_pipeline("indexing", path=str(store_path))
-    counts = index_paths(indexing, corpus)
-    del indexing
     ids_before = snapshot(store_path)
-    print(f"indexed {counts['chunks_written']} chunks; {len(ids_before)} documents before the load", flush=True)
-
     port = args.port or free_port(HOST)
     url = f"http://{HOST}:{port}"
     cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
-    command = [*cli, "serve", "--store", str(store_path), "--host", HOST]
-    log = (workdir / "server.log").open("w")
+    command = [*cli, "serve", "--store", str(store_path), "--host", HOST, "--workers", str(workers)]
+    log = (workdir / f"server-{tag}.log").open("w")
     server = subprocess.Popen([*command, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     uploads: list[dict] = []
     failures: list[str] = []
+    report: dict = {"workers": workers, "load_average_start": os.getloadavg()}
+    words = [f"{w}{tag}" if args.rounds > 1 or len(args.workers) > 1 else w for w in UNIQUE_WORDS[: args.uploads]]
     try:
-        wait_ready(url, server, timeout=300)
+        wait_ready(url, server, timeout=600, workers=workers)
         with httpx.Client(base_url=url, timeout=120) as http:
             for query in QUERIES:  # warm-up, not measured
                 http.post("/query/run", json={"query": query}).raise_for_status()
 
-            phase1 = Phase("queries only")
+            phase1 = Phase(f"[{workers} worker(s)] queries only")
             measured(server, phase1, lambda: run_clients(url, args.clients, args.seconds, args.max_requests, phase1))
             print(phase1.report(args.clients), flush=True)
+            report["queries_only"] = summary(phase1, args.clients)
 
-            what = f"1 upload of {args.big_upload_chars} chars" if args.big_upload_chars else f"{args.uploads} uploads"
-            if args.big_upload_chars:
-                args.uploads = 1
-            phase2 = Phase(f"queries while indexing {what}")
+            what = f"1 upload of {args.big_upload_chars} chars" if args.big_upload_chars else f"{len(words)} uploads"
+            phase2 = Phase(f"[{workers} worker(s)] queries while indexing {what}")
+            visibility: list[dict] = []
             from pydoc_data.topics import topics
 
-            spare = sorted(set(topics) - {p.stem for p in corpus})
+            spare = sorted(set(topics) - set(args.corpus_names))
 
             def body(i: int, word: str) -> str:
                 text = f"# Bulletin {word}\n\nThe {word} procedure is described here.\n\n" + topics[spare[i]]
@@ -249,21 +241,29 @@ def main() -> int:
                 return text[: args.big_upload_chars]
 
             def upload_all() -> None:
-                for i, word in enumerate(UNIQUE_WORDS[: args.uploads]):
-                    text = body(i, word)
-                    response = http.post("/indexing/run", files=[("files", (f"bulletin-{word}.md", text))])
+                for i, word in enumerate(words[:1] if args.big_upload_chars else words):
+                    name = f"bulletin-{word}.md"
+                    response = http.post("/indexing/run", files=[("files", (name, body(i, word)))])
                     if response.status_code != 200:
                         failures.append(f"upload {word}: {response.status_code} {response.text[:200]}")
                         continue
                     uploads.append({"word": word, **response.json()["result"]})
+                    seen = check_everywhere(url, word, name, workers)
+                    visibility.append({"word": word, **seen})
+                    if not seen["found_by_all"]:
+                        failures.append(f"upload {word} was not found by every worker right after its answer: {seen}")
 
             uploader = threading.Thread(target=upload_all)
             uploader.start()
             upload_start = time.monotonic()
-            run_clients(url, args.clients, args.seconds, args.max_requests, phase2)
+            measured(server, phase2, lambda: run_clients(url, args.clients, args.seconds, args.max_requests, phase2))
             uploader.join()
             print(f"uploads took {time.monotonic() - upload_start:.1f} s", flush=True)
             print(phase2.report(args.clients), flush=True)
+            report["with_uploads"] = summary(phase2, args.clients)
+            report["upload_visibility"] = visibility
+            report["memory"] = memory_mb(server.pid)
+            print(f"memory (MB): {report['memory']}", flush=True)
 
             for item in uploads:
                 top = http.post("/query/run", json={"query": f"{item['word']} procedure", "top_k": 5}).json()
@@ -278,31 +278,138 @@ def main() -> int:
             server.kill()
             server.wait()
         log.close()
+    report["load_average_end"] = os.getloadavg()
+    failures += check_documents(store_path, ids_before, uploads, len(words) if not args.big_upload_chars else 1)
+    report["errors"] = [*phase1.errors[:5], *phase2.errors[:5]]
+    report["failures"] = failures
+    return report
+
+
+def check_documents(store_path: Path, ids_before: set[str], uploads: list[dict], expected: int) -> list[str]:
+    """No document lost: every id from before is there, the count grew by what the uploads reported, every id is
+    retrievable (the store opened here, the server stopped)."""
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.pipelines.store_config import make_store
 
     ids_after = snapshot(store_path)
     written = sum(u["chunks_written"] for u in uploads)
     deleted = sum(u["chunks_deleted"] for u in uploads)
     lost = ids_before - ids_after
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.store_config import make_store
-
     retrievable = len(make_store(path=str(store_path)).get_documents_by_id(sorted(ids_after)))
     release_all_clients()
     print(
         f"documents: before={len(ids_before)} uploaded_chunks={written} deleted={deleted} "
         f"expected_after={len(ids_before) + written - deleted} after={len(ids_after)} lost={len(lost)} "
-        f"retrievable_by_id={retrievable}/{len(ids_after)} uploads_found_by_query="
-        f"{len(uploads) - sum('did not return' in f for f in failures)}/{args.uploads}"
+        f"retrievable_by_id={retrievable}/{len(ids_after)}",
+        flush=True,
     )
-    if len(uploads) != args.uploads:
-        failures.append(f"only {len(uploads)} of {args.uploads} uploads succeeded")
+    failures = []
+    if len(uploads) != expected:
+        failures.append(f"only {len(uploads)} of {expected} uploads succeeded")
     if lost or len(ids_after) != len(ids_before) + written - deleted or retrievable != len(ids_after):
         failures.append("documents were lost or are not retrievable")
-    errors = len(phase1.errors) + len(phase2.errors)
-    for message in (phase1.errors + phase2.errors)[:5] + failures:
+    return failures
+
+
+def compare(runs: list[dict]) -> dict:
+    """Per worker count: the median req/s and p95 over its rounds, and the ratios of each count to the first."""
+    table: dict[int, dict] = {}
+    for run in runs:
+        row = table.setdefault(run["workers"], {"req_s": [], "p95_ms": [], "p95_over_floor": []})
+        for key in row:
+            row[key].append(run["queries_only"].get(key))
+    base = statistics.median(table[runs[0]["workers"]]["req_s"])
+    result = {}
+    for workers, row in table.items():
+        req_s = statistics.median(row["req_s"])
+        result[str(workers)] = {
+            "req_s": req_s,
+            "p95_ms": statistics.median(row["p95_ms"]),
+            "p95_over_floor": statistics.median(v for v in row["p95_over_floor"] if v is not None),
+            "speedup": round(req_s / base, 2) if base else None,
+        }
+    return result
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (1-64, default 8)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds per phase (1-600, default 20)")
+    parser.add_argument("--max-requests", type=int, default=100_000, help="request cap per phase")
+    parser.add_argument("--uploads", type=int, default=6, help=f"files uploaded in phase 2 (0-{len(UNIQUE_WORDS)})")
+    parser.add_argument("--topics", type=int, default=40, help="reference chapters indexed first (default 40)")
+    parser.add_argument("--workdir", default=None, help="scratch folder (default: a new temporary folder)")
+    parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
+    parser.add_argument("--workers", default="1", help="serve --workers N; a list (1,2) runs each in turn")
+    parser.add_argument("--rounds", type=int, default=1, help="times each worker count runs, alternating (1-10)")
+    parser.add_argument("--json", default=None, help="write every figure to this JSON file")
+    parser.add_argument(
+        "--big-upload-chars",
+        type=int,
+        default=0,
+        help="phase 2 uploads ONE file of about this many characters (e.g. the server's $ADAPTIVE_MAX_FILE_CHARS) "
+        "instead of --uploads small ones",
+    )
+    args = parser.parse_args()
+    try:
+        args.workers = [int(w) for w in args.workers.split(",")]
+    except ValueError:
+        parser.error("--workers takes a count or a list of counts, e.g. 2 or 1,2")
+    if not 1 <= args.clients <= 64 or not 1 <= args.seconds <= 600 or not 0 <= args.uploads <= len(UNIQUE_WORDS):
+        parser.error("--clients must be 1-64, --seconds 1-600, --uploads 0-8")
+    if not all(1 <= w <= 16 for w in args.workers) or not 1 <= args.rounds <= 10:
+        parser.error("--workers must be 1-16 each, --rounds 1-10")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+    from evaluation.corpus import write_pydoc_topics
+
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adaptive-load-")).resolve()
+    store_path = workdir / "qdrant"
+    if store_path.exists():
+        shutil.rmtree(store_path)
+    corpus = write_pydoc_topics(workdir / "corpus")[: args.topics]
+    args.corpus_names = [p.stem for p in corpus]
+    print(f"workdir {workdir}: indexing {len(corpus)} reference chapters", flush=True)
+    indexing = load_pipeline("indexing", path=str(store_path))
+    counts = index_paths(indexing, corpus)
+    del indexing
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+
+    release_all_clients()
+    print(f"indexed {counts['chunks_written']} chunks", flush=True)
+
+    runs = []
+    for round_index in range(args.rounds):
+        for workers in args.workers:
+            runs.append(run_server(args, workers, store_path, workdir, f"r{round_index}w{workers}"))
+    report = {
+        "machine": {"cores": len(os.sched_getaffinity(0)), "load_average_end": os.getloadavg()},
+        "chunks": counts["chunks_written"],
+        "runs": runs,
+        "by_workers": compare(runs),
+    }
+    for workers, row in report["by_workers"].items():
+        print(
+            f"{workers} worker(s), queries only: {row['req_s']:.1f} req/s ({row['speedup']}x the first), p95 "
+            f"{row['p95_ms']:.0f} ms = {row['p95_over_floor']}x the Little floor",
+            flush=True,
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
+        print(f"wrote {args.json}")
+    errors = sum(r["queries_only"]["errors"] + r["with_uploads"]["errors"] for r in runs if "with_uploads" in r)
+    failures = [f for r in runs for f in r["failures"]]
+    for message in [e for r in runs for e in r["errors"]][:5] + failures:
         print(f"FAIL {message}")
-    print("OK" if not errors and not failures else "FAILED")
-    return 0 if not errors and not failures else 1
+    ok = not errors and not failures and all("with_uploads" in r for r in runs)
+    print("OK" if ok else "FAILED")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ GRAPH_PATH_ENV = "ADAPTIVE_GRAPH_PATH"
 GRAPH_FILE = "graph.sqlite"
 #: A Qdrant server or cluster instead of the embedded index; a Neo4j server instead of the SQLite graph.
 QDRANT_URL_ENV = "QDRANT_URL"
+#: Set in the workers of ``serve --workers N``: the store host's socket (a RemoteDocumentStore instead of Edge).
+STORE_SOCKET_ENV = "ADAPTIVE_STORE_SOCKET"
 NEO4J_URI_ENV = "NEO4J_URI"
 NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
 APP_NAME = "adaptive-retrieval"

@@ -142,6 +142,9 @@ def connect(key: str, create: bool) -> sqlite3.Connection:
         raise GraphStoreDamagedError(f"The graph file '{key}' {what}: it was damaged or replaced; {fix}")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.executescript(_SCHEMA)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if create or not tables:
+        # The query side of a complete file writes nothing: several serving workers open it while the indexer
+        # (the store host of `serve --workers N`) writes, and a reader must never wait for its write lock.
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return conn

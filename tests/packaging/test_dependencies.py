@@ -36,6 +36,8 @@ SERVE_FILES = (
     "pipelines/mcp_app.py",
     "pipelines/security.py",
     "pipelines/request_checks.py",
+    "pipelines/store_host.py",
+    "pipelines/workers.py",
     "pipelines/*/pipeline_wrapper.py",
 )
 #: Extras that are not imported by the package: the scripts' (eval), the suite's (dev), and the union (all).

@@ -21,8 +21,10 @@ from haystack.document_stores.errors import DocumentStoreError
 from adaptive_retrieval.components.retrieval.channel import channel_documents
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, StoreFormatError
+from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
 from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch, vector_search
 from adaptive_retrieval.pipelines.store_config import make_store
+from adaptive_retrieval.pipelines.store_host import StoreHost, serve_store
 
 CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
 
@@ -49,10 +51,20 @@ def _server_store():
     return make_store(url=url, index="adaptive_contract_test", recreate_index=True)
 
 
-@pytest.fixture(params=["edge", "in-process", pytest.param("server", marks=pytest.mark.server)])
+@pytest.fixture(params=["edge", "remote", "in-process", pytest.param("server", marks=pytest.mark.server)])
 def store(request, tmp_path):
     if request.param == "server":
         yield _server_store()
+        return
+    if request.param == "remote":  # a worker's store of `serve --workers N`: the shard is open in the store host
+        host = StoreHost(tmp_path / "edge")
+        server = serve_store(host, tmp_path / "store.sock")
+        remote = RemoteDocumentStore(socket=str(tmp_path / "store.sock"), path=str(tmp_path / "edge"))
+        yield remote
+        remote.close()
+        server.shutdown()
+        server.server_close()
+        host.close()
         return
     if request.param == "in-process":
         # The server path's store and retrievers on qdrant-client's in-process database: no network needed.

@@ -1,0 +1,197 @@
+"""The store host of ``adaptive-retrieval serve --workers N``: the one process that owns the index and writes.
+
+It opens the embedded Qdrant Edge shard (one owner, as without workers: Edge's lock, the ``<store>.server.json``
+owner file) and serves two private Unix sockets in a folder only its user can enter:
+
+- ``store.sock``: the workers' :class:`~adaptive_retrieval.components.stores.remote_document_store.RemoteDocumentStore`
+  calls (searches, fetches, counts), each run on the one open shard by a thread of this process (Edge releases
+  the GIL while it searches, so the host answers several workers at once);
+- ``http.sock``: the app with the indexing pipeline only. The workers forward uploads (``POST /indexing/run``,
+  ``POST /v1/files``) and deletes (``DELETE /sources``) here, so every write runs in this process, one at a time,
+  behind the upload queue and the crash-safety reconciliation, exactly as in a single-process server.
+
+With ``$QDRANT_URL`` there is no shard to own: the host serves only ``http.sock`` (the workers search the Qdrant
+server themselves) and stays the one indexer, as the crash-safety reconciliation needs.
+
+Run by :mod:`adaptive_retrieval.pipelines.workers`, not by hand::
+
+    python -m adaptive_retrieval.pipelines.store_host --runtime DIR --host 127.0.0.1 --port 1416
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import socketserver
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.locations import qdrant_folder
+from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
+from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
+from adaptive_retrieval.pipelines.workers import HTTP_SOCKET, STORE_SOCKET
+
+logger = logging.getLogger(__name__)
+
+
+class StoreHost:
+    """Runs remote store calls on this process's Edge stores of one folder (one shard, shared by every instance)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder).expanduser().resolve()
+        self._stores: dict[tuple, EdgeDocumentStore] = {}
+        self._lock = threading.Lock()
+
+    def store_for(self, params: dict[str, Any]) -> EdgeDocumentStore:
+        """The Edge store opened with ``params`` (one instance per distinct setting; they share the shard).
+
+        :raises ValueError: for a store on another folder than the one this host owns.
+        """
+        folder = qdrant_folder(params.get("path")).expanduser().resolve()
+        if folder != self.folder:
+            msg = f"This store host serves the index '{self.folder}', not '{folder}'"
+            raise ValueError(msg)
+        key = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "path"))
+        with self._lock:
+            store = self._stores.get(key)
+            if store is None:
+                store = EdgeDocumentStore(**{**params, "path": str(self.folder)})
+                self._stores[key] = store
+        return store
+
+    def answer(self, message: Any) -> tuple[str, Any]:
+        """``("ok", value)`` or ``("error", exception)`` for one ``(params, method, args, kwargs)`` call."""
+        try:
+            params, method, args, kwargs = message
+            if method not in REMOTE_METHODS:
+                msg = f"A store host does not run '{method}'"
+                raise ValueError(msg)
+            return "ok", getattr(self.store_for(params), method)(*args, **kwargs)
+        except Exception as err:  # every failure goes back to the caller, as the embedded store raises it
+            return "error", err
+
+    def close(self) -> None:
+        """Close every store (the shard closes with the last)."""
+        with self._lock:
+            for store in self._stores.values():
+                store.close()
+            self._stores.clear()
+
+
+class _Connection(socketserver.BaseRequestHandler):
+    """One worker thread's connection: calls answered one after another until it closes."""
+
+    server: _StoreServer
+
+    def handle(self) -> None:
+        if not same_user(self.request):
+            logger.warning("Refused a store connection from another user")
+            return
+        while True:
+            try:
+                message = recv_message(self.request)
+            except (WireClosedError, ConnectionError):
+                return
+            status, value = self.server.host.answer(message)
+            try:
+                send_message(self.request, (status, value))
+            except (TypeError, AttributeError, ValueError) as err:  # an exception that cannot be pickled
+                from haystack.document_stores.errors import DocumentStoreError
+
+                send_message(self.request, ("error", DocumentStoreError(f"{type(value).__name__}: {value} ({err})")))
+            except (BrokenPipeError, ConnectionError):
+                return
+
+
+class _StoreServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, path: str, host: StoreHost) -> None:
+        self.host = host
+        old = os.umask(0o177)  # the socket is created 0600
+        try:
+            super().__init__(path, _Connection)
+        finally:
+            os.umask(old)
+
+
+def serve_store(host: StoreHost, path: str | Path) -> _StoreServer:
+    """Serve ``host`` on the Unix socket ``path`` (mode 0600) from a background thread; returns the server."""
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    server = _StoreServer(str(path), host)
+    os.chmod(path, 0o600)
+    threading.Thread(target=server.serve_forever, name="store-host", daemon=True).start()
+    logger.info("Store host serving %s on %s", host.folder, path)
+    return server
+
+
+def bind_private_socket(path: Path) -> socket.socket:
+    """A listening Unix socket at ``path``, mode 0600 from its creation on."""
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    sock.listen(128)
+    return sock
+
+
+def private_pipelines_dir(runtime: Path, names: list[str], source: Path) -> Path:
+    """A folder under ``runtime`` holding links to the wrappers ``names`` of ``source`` (Hayhooks deploys every
+    wrapper folder of the folder it is given)."""
+    folder = runtime / ("pipelines-" + "-".join(names))
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for name in names:
+        link = folder / name
+        if not link.exists():
+            link.symlink_to(source / name, target_is_directory=True)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the store host until stopped (SIGTERM/SIGINT), or until the process that started it dies."""
+    from adaptive_retrieval.pipelines.workers import die_with_parent
+
+    parser = argparse.ArgumentParser(description="store host of `adaptive-retrieval serve --workers N`")
+    parser.add_argument("--runtime", required=True, help="private folder for the sockets (0700)")
+    parser.add_argument("--host", required=True, help="public interface the workers serve")
+    parser.add_argument("--port", type=int, required=True, help="public port the workers serve")
+    parser.add_argument("--pipelines-dir", default=None)
+    args = parser.parse_args(argv)
+    die_with_parent()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s store-host %(levelname)s %(name)s: %(message)s")
+
+    import uvicorn
+
+    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
+    from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV
+
+    runtime = Path(args.runtime)
+    server = None
+    if not settings.text(QDRANT_URL_ENV):
+        server = serve_store(StoreHost(qdrant_folder(None)), runtime / STORE_SOCKET)
+    # Bound before the app loads its pipeline: a forwarded upload waits in the backlog instead of being refused.
+    listener = bind_private_socket(runtime / HTTP_SOCKET)
+    source = Path(args.pipelines_dir or PIPELINES_DIR).resolve()
+    app = create_app(private_pipelines_dir(runtime, ["indexing"], source), host=args.host, port=args.port)
+    try:
+        uvicorn.run(app, fd=listener.fileno(), log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.host.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
