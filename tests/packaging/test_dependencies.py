@@ -109,6 +109,8 @@ def _imports(node: ast.AST, group: str, top: bool) -> Iterator[tuple[str, str, b
 def _files(folders: Iterable[str]) -> Iterator[tuple[str, ast.Module]]:
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*.py")):
+            if "node_modules" in path.parts:  # the diagram renderer's npm packages (scripts/renderer/), not ours
+                continue
             yield str(path.relative_to(ROOT)), ast.parse(path.read_text(encoding="utf-8"))
 
 
