@@ -224,6 +224,26 @@ def worker_main(argv: list[str] | None = None) -> int:
 # -- the supervisor -------------------------------------------------------------------------------------------------
 
 
+RUNTIME_PREFIX = "adaptive-serve-"
+
+
+def remove_stale_runtimes(base: Path) -> None:
+    """Remove this user's private folders of earlier ``serve --workers`` runs whose supervisor is gone (a SIGKILLed
+    ``serve`` cannot remove its own)."""
+    import shutil
+
+    for folder in base.glob(RUNTIME_PREFIX + "*"):
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            pid = int((folder / "supervisor.pid").read_text(encoding="utf-8"))
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):  # another user's, being created, or alive
+            continue
+
+
 class WorkersError(RuntimeError):
     """The host or a worker could not start, or kept dying; the message says which and where its log is."""
 
@@ -236,7 +256,9 @@ class Supervisor:
         self.count, self.host, self.port, self.pipelines_dir = count, host, port, pipelines_dir
         base = settings.text("XDG_RUNTIME_DIR")
         private = base if base and os.access(base, os.W_OK) else None
-        self.runtime = Path(tempfile.mkdtemp(prefix="adaptive-serve-", dir=private))  # mode 0700
+        remove_stale_runtimes(Path(private or tempfile.gettempdir()))
+        self.runtime = Path(tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=private))  # mode 0700
+        (self.runtime / "supervisor.pid").write_text(str(os.getpid()), encoding="utf-8")
         self.listener = socket.create_server((host, port), backlog=2048, reuse_port=False)
         self.listener.set_inheritable(True)
         self.host_process: subprocess.Popen | None = None
