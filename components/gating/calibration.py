@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 #: File name of a self-calibration inside the document store's folder.
 CALIBRATION_FILE = "gate_calibration.json"
 CALIBRATION_VERSION = 1
+#: The gate's shipped prior (weights, bias, thresholds and their provenance), written by
+#: ``scripts/calibrate_gate.py --write-prior``.
+PRIOR_FILE = Path(__file__).resolve().parent / "data" / "gate_prior.json"
 
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -90,13 +93,15 @@ def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
-    """``weights`` (signal → float), ``bias`` and ``pass_threshold`` of a calibration, checked.
+    """``weights`` (signal → float), ``bias``, ``pass_threshold`` and ``asked_threshold`` (0 when absent: no
+    veto, as files written before the ``asked`` signal) of a calibration, checked.
 
-    :raises ValueError: for an unknown signal, a non-finite number or a threshold outside (0, 1).
+    :raises ValueError: for an unknown signal, a non-finite number or a threshold outside its range.
     """
     try:
         weights = {str(k): float(v) for k, v in dict(data["weights"]).items()}
         bias, threshold = float(data["bias"]), float(data["pass_threshold"])
+        asked = float(data.get("asked_threshold") or 0.0)
     except (KeyError, TypeError, ValueError) as err:
         msg = f"A gate calibration needs 'weights' (signal -> number), 'bias' and 'pass_threshold': {err}"
         raise ValueError(msg) from err
@@ -107,7 +112,18 @@ def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
     if not all(math.isfinite(v) for v in [*weights.values(), bias]) or not 0.0 < threshold < 1.0:
         msg = f"A gate calibration needs finite weights and bias and a pass_threshold in (0, 1); got {data}"
         raise ValueError(msg)
-    return {"weights": weights, "bias": bias, "pass_threshold": threshold}
+    if not 0.0 <= asked <= 1.0:
+        msg = f"A gate calibration's asked_threshold must be within [0, 1], got {asked}"
+        raise ValueError(msg)
+    return {"weights": weights, "bias": bias, "pass_threshold": threshold, "asked_threshold": asked}
+
+
+def load_prior(path: str | Path = PRIOR_FILE) -> dict[str, Any]:
+    """The gate's prior (``weights``, ``bias``, ``pass_threshold``, ``asked_threshold``) with its ``provenance``.
+
+    :raises ValueError: for a file that is not a valid calibration.
+    """
+    return load_calibration(path)
 
 
 def calibration_path(folder: str | Path) -> Path:
