@@ -92,6 +92,31 @@ def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return best
 
 
+def fit_asked_threshold(pairs: np.ndarray, prior_threshold: float) -> tuple[dict[str, float], dict[str, Any]]:
+    """The ``asked_threshold`` for one index from its pseudo-queries' ``asked`` signal: ``pairs`` has one row per
+    named pseudo-query, (present, absent attribute).
+
+    Returns ``{"asked_threshold": …}`` and the report (the signal's AUROC on the pairs, their Youden cut, the
+    pass rates of both kinds at the chosen threshold). RULE
+    """
+    pairs = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+    if len(pairs) < 10:
+        return {"asked_threshold": prior_threshold}, {"asked_pairs": len(pairs)}
+    scores = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    labels = np.concatenate([np.ones(len(pairs)), np.zeros(len(pairs))])
+    youden = youden_threshold(scores, labels)
+    cut = prior_threshold
+    return {"asked_threshold": round(float(cut), 4)}, {
+        "asked_pairs": len(pairs),
+        "asked_auroc": round(auroc(scores, labels), 4),
+        "asked_youden": round(float(youden), 4),
+        "asked_pass_present": round(float((pairs[:, 0] >= cut).mean()), 4),
+        "asked_pass_absent": round(float((pairs[:, 1] >= cut).mean()), 4),
+        "asked_present_quartiles": [round(float(v), 3) for v in np.quantile(pairs[:, 0], [0.25, 0.5, 0.75])],
+        "asked_absent_quartiles": [round(float(v), 3) for v in np.quantile(pairs[:, 1], [0.25, 0.5, 0.75])],
+    }
+
+
 def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
     """``weights`` (signal → float), ``bias``, ``pass_threshold`` and ``asked_threshold`` (0 when absent: no
     veto, as files written before the ``asked`` signal) of a calibration, checked.
