@@ -21,6 +21,12 @@ the index itself can answer it for questions whose answer we know the location o
    pseudo-queries say how the quality scale moved on this index, not how hard its real questions are: they are
    drawn from the passages' own words, so a threshold read off their present rows (a quantile of them, tried
    before) sat wherever the easiest or hardest pseudo-queries fell, from corpus to corpus and seed to seed.
+4. The ``asked`` check (does a passage hold what the question asks for, not only whom it names) gets its own
+   threshold: each ``named`` pseudo-query also runs, on the index as is, as its *absent-attribute* variant (the
+   same subject asked for words no chunk of its document holds,
+   :func:`~adaptive_retrieval.components.gating.pseudo_queries.absent_attribute`), and
+   :func:`~adaptive_retrieval.components.gating.calibration.fit_asked_threshold` reads the threshold off the
+   pairs (never stricter than the prior's). The logistic model weighs the other signals only (:data:`FITTED`).
    The model, its in-sample and cross-validated AUROC and pass rates, and what was sampled are written to
    ``gate_calibration.json`` in the store folder, which
    :class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate` reads.
@@ -232,7 +238,8 @@ def calibrate_pipeline(
 ) -> dict[str, Any]:
     """Fit the gate of ``pipeline`` on pseudo-queries of its own index (see the module docstring).
 
-    :param queries: pseudo-queries to run (each costs one query plus one MMR/rerank pass).
+    :param queries: pseudo-queries to run (each costs one query plus one MMR/rerank pass, and a named one a
+        second query for its absent-attribute variant).
     :param max_chunks: chunks sampled from (a random sample of this many when the index has more; ``None``: all).
     :returns: ``weights``, ``bias``, ``pass_threshold`` (what the gate reads) and the ``report``: AUROC in sample
         and out of fold, pass rates of present/excluded pseudo-queries, the prior's AUROC and pass rates on the

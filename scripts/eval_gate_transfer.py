@@ -50,7 +50,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from calibrate_gate import decision_shares, features, passages, run_both, stores_of  # noqa: E402
 
-from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, predict, save_calibration  # noqa: E402
+from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, save_calibration  # noqa: E402
+from adaptive_retrieval.components.gating.quality_gate import QualityGate  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402
     DEFAULT_L2,
@@ -125,9 +126,16 @@ def run_labelled(
     return np.asarray(x, dtype=np.float64), np.asarray(y), extra
 
 
-def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    w = np.asarray([model["weights"].get(s, 0.0) for s in SIGNALS])
-    quality = predict(model["bias"], w, x)
+def score(model: dict[str, Any], x: np.ndarray, y: np.ndarray, asked: bool = True) -> dict[str, float]:
+    """AUROC and pass rates of a model's quality (the gate's own :meth:`QualityGate.quality`, the ``asked``
+    check included unless ``asked`` is false: the model as it was before that check)."""
+    gate = QualityGate(
+        weights=model["weights"],
+        bias=model["bias"],
+        pass_threshold=model["pass_threshold"],
+        asked_threshold=model.get("asked_threshold", 0.0) if asked else 0.0,
+    )
+    quality = np.asarray([gate.quality(dict(zip(SIGNALS, row, strict=True))) for row in x])
     passed = quality >= model["pass_threshold"]
     return {
         "auroc": round(auroc(quality, y), 4),
@@ -198,13 +206,15 @@ def evaluate_set(
         "signal_auroc": {s: round(auroc(x[:, j], y), 4) for j, s in enumerate(SIGNALS)},
         "prior": score(gate.prior, x, y),
         "self_calibrated": score(fitted, x, y),
+        "prior_without_asked": score(gate.prior, x, y, asked=False),
+        "self_calibrated_without_asked": score(fitted, x, y, asked=False),
         "calibration": {k: fitted[k] for k in ("weights", "bias", "pass_threshold")},
         "calibration_report": fitted["report"],
     }
-    for name in ("prior", "self_calibrated"):
+    for name in ("prior_without_asked", "self_calibrated_without_asked", "prior", "self_calibrated"):
         r = result[name]
         print(
-            f"[{evalset.name}] {name:<15} AUROC {r['auroc']:.3f}  pass answerable {r['pass_answerable']:.0%}  "
+            f"[{evalset.name}] {name:<29} AUROC {r['auroc']:.3f}  pass answerable {r['pass_answerable']:.0%}  "
             f"unanswerable {r['pass_unanswerable']:.0%}"
         )
     if loop and not extra:

@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
+from haystack.core.serialization import component_to_dict, import_class_by_name
 
 from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration, load_prior
-from adaptive_retrieval.components.gating.reader import as_reader
+from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
@@ -193,11 +193,12 @@ class QualityGate:
     def from_dict(cls, data: dict[str, Any]) -> QualityGate:
         """Deserialise, rebuilding the document store and the reader with the classes their ``type`` names."""
         params = data.get("init_parameters", {})
-        for key in ("document_store", "reader"):
-            value = params.get(key)
-            if isinstance(value, dict):
-                kind = import_class_by_name(value["type"])
-                params[key] = component_from_dict(kind, value, key) if key == "reader" else kind.from_dict(value)  # type: ignore[attr-defined]
+        store = params.get("document_store")
+        if isinstance(store, dict):
+            params["document_store"] = import_class_by_name(store["type"]).from_dict(store)  # type: ignore[attr-defined]
+        reader = params.get("reader")
+        if isinstance(reader, dict):
+            params["reader"] = reader_from_dict(reader)
         return default_from_dict(cls, data)
 
     def calibration_file(self) -> Path | None:

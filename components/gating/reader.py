@@ -211,3 +211,17 @@ def as_reader(reader: Any | None) -> Any | None:
         return ChatReader(reader)
     msg = f"reader must be a ModelReader, a ChatReader or a Haystack ChatGenerator, got {type(reader).__name__}"
     raise TypeError(msg)
+
+
+def reader_from_dict(data: dict[str, Any]) -> ModelReader | ChatReader:
+    """A serialised reader: only this module's readers (a ChatReader's generator is deserialised through
+    Haystack's allowlist).
+
+    :raises ValueError: for any other type.
+    """
+    readers = {f"{__name__}.{kind.__name__}": kind for kind in (ModelReader, ChatReader)}
+    kind = readers.get(str(data.get("type")))
+    if kind is None:
+        msg = f"A gate reader must be one of {sorted(readers)}, got {data.get('type')!r}"
+        raise ValueError(msg)
+    return kind.from_dict(data)
