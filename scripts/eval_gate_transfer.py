@@ -208,7 +208,7 @@ def evaluate_set(
         "self_calibrated": score(fitted, x, y),
         "prior_without_asked": score(gate.prior, x, y, asked=False),
         "self_calibrated_without_asked": score(fitted, x, y, asked=False),
-        "calibration": {k: fitted[k] for k in ("weights", "bias", "pass_threshold")},
+        "calibration": {k: fitted[k] for k in ("weights", "bias", "pass_threshold", "asked_threshold")},
         "calibration_report": fitted["report"],
     }
     for name in ("prior_without_asked", "self_calibrated_without_asked", "prior", "self_calibrated"):

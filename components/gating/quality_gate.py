@@ -261,15 +261,17 @@ class QualityGate:
         return signals
 
     def quality(self, signals: dict[str, float]) -> float:
-        """The quality score in (0, 1) of a set of signals: the logistic model's, capped below ``pass_threshold``
-        (in proportion to the shortfall) when a check falls below its threshold: ``asked`` under
-        ``asked_threshold``, ``reader`` under ``reader_threshold``."""
+        """The quality score in (0, 1) of a set of signals: the logistic model's, brought below ``pass_threshold``
+        when a check falls below its threshold (``asked`` under ``asked_threshold``, ``reader`` under
+        ``reader_threshold``): ``min(quality, pass_threshold) · (0.5 + 0.5 · value / threshold)``."""
         z = self.bias + sum(w * signals.get(name, 0.0) for name, w in self.weights.items())
         quality = 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
         for name, cut in (("asked", self.asked_threshold), ("reader", self.reader_threshold)):
             value = signals.get(name)
             if cut > 0 and value is not None and value < cut:
-                quality = min(quality, self.pass_threshold * value / cut)
+                # Below pass_threshold, still ordered by the model's quality and by the shortfall (the loop
+                # returns the best attempt when none passes).
+                quality = min(quality, self.pass_threshold) * (0.5 + 0.5 * value / cut)
         return quality
 
     def _decide(
