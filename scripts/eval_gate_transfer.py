@@ -160,6 +160,7 @@ def evaluate_set(
     gone: set[str] = set()
     if leave_out:
         evalset, gone = left_out(evalset, leave_out)
+        dump = dump.with_name(f"{evalset.name}.npz") if dump else None
     system = AdaptiveSystem(eval_folder(root, evalset.name))
     stats = system.index(evalset)
     print(f"[{evalset.name}] index: {stats}", flush=True)
