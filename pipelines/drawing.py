@@ -30,6 +30,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
+
 if TYPE_CHECKING:
     from haystack import Pipeline
 
@@ -75,13 +78,13 @@ _SVG_CACHE: OrderedDict[str, bytes] = OrderedDict()
 _RENDER_LOCK = threading.Lock()
 
 
-class RendererNotInstalledError(RuntimeError):
+class RendererNotInstalledError(AdaptiveRetrievalError, RuntimeError):
     """mermaid-cli or chromium is missing (``scripts/setup`` installs both)."""
 
 
 def node_modules() -> Path:
     """The ``node_modules`` folder holding mermaid-cli and mermaid.js."""
-    return Path(os.environ.get(NODE_MODULES_ENV) or REPO_ROOT / "node_modules")
+    return Path(settings.text(NODE_MODULES_ENV) or REPO_ROOT / "node_modules")
 
 
 def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:
@@ -118,7 +121,7 @@ def find_renderer() -> tuple[Path, Path]:
     if not mmdc.exists():
         msg = f"mermaid-cli is not installed ({mmdc} missing): run scripts/setup"
         raise RendererNotInstalledError(msg)
-    chromium = os.environ.get(CHROMIUM_ENV) or shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = settings.text(CHROMIUM_ENV) or shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium or not Path(chromium).exists():
         msg = "chromium is not installed: run scripts/setup (apt-get install chromium) or set PUPPETEER_EXECUTABLE_PATH"
         raise RendererNotInstalledError(msg)

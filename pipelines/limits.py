@@ -32,12 +32,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from adaptive_retrieval.components.indexing.source_limits import CHUNKS_ENV, DEFAULT_CHUNKS, env_number
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import InputError
+from adaptive_retrieval.components.indexing.source_limits import CHUNKS_ENV
 
 MB = 1024 * 1024
 
 
-class LimitExceededError(ValueError):
+class LimitExceededError(InputError):
     """A file or request is over a size limit; the message names the limit and the variable that raises it."""
 
 
@@ -49,19 +51,19 @@ class Limits:
     request_bytes: int = 100 * MB
     request_files: int = 100
     file_chars: int = 2_000_000
-    file_chunks: int = DEFAULT_CHUNKS
+    file_chunks: int = 3_000
     pdf_pages: int = 300
 
     @classmethod
     def from_env(cls) -> Limits:
         """The limits from the environment (read at each call, so a test or a restart can change them)."""
         return cls(
-            file_bytes=int(env_number("ADAPTIVE_MAX_UPLOAD_MB", 50) * MB),
-            request_bytes=int(env_number("ADAPTIVE_MAX_REQUEST_MB", 100) * MB),
-            request_files=int(env_number("ADAPTIVE_MAX_REQUEST_FILES", 100)),
-            file_chars=int(env_number("ADAPTIVE_MAX_FILE_CHARS", 2_000_000)),
-            file_chunks=int(env_number(CHUNKS_ENV, DEFAULT_CHUNKS)),
-            pdf_pages=int(env_number("ADAPTIVE_MAX_PDF_PAGES", 300)),
+            file_bytes=int(settings.number("ADAPTIVE_MAX_UPLOAD_MB", strict=True) * MB),
+            request_bytes=int(settings.number("ADAPTIVE_MAX_REQUEST_MB", strict=True) * MB),
+            request_files=int(settings.number("ADAPTIVE_MAX_REQUEST_FILES", strict=True)),
+            file_chars=int(settings.number("ADAPTIVE_MAX_FILE_CHARS", strict=True)),
+            file_chunks=int(settings.number(CHUNKS_ENV, strict=True)),
+            pdf_pages=int(settings.number("ADAPTIVE_MAX_PDF_PAGES", strict=True)),
         )
 
     def request_problem(self, sizes: list[int]) -> str | None:

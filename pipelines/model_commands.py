@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.models.paths import (
     DEFAULT_MODEL,
     PRECISION_FILES,
@@ -26,7 +27,7 @@ from adaptive_retrieval.components.models.paths import (
 EXIT_ERROR = 1
 
 
-class ModelCommandError(Exception):
+class ModelCommandError(AdaptiveRetrievalError):
     """A user-facing error of a models command (printed as ``error: <message>``)."""
 
 

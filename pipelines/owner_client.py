@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
+
 #: The bearer token a served app requires when set (its check: :mod:`adaptive_retrieval.pipelines.security`); a
 #: client sends it.
 TOKEN_ENV = "ADAPTIVE_API_TOKEN"
 
 
-class ServerCallError(Exception):
+class ServerCallError(AdaptiveRetrievalError):
     """The owning server could not answer the request; the message says what to do."""
 
 

@@ -21,12 +21,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.store_errors import StoreError
+
 logger = logging.getLogger(__name__)
 
 SUFFIX = ".server.json"
 
 
-class StoreOwnedError(RuntimeError):
+class StoreOwnedError(StoreError, RuntimeError):
     """Another live process serves this store; the message names it."""
 
 
@@ -35,7 +38,7 @@ def local_store_path(path: str | None = None) -> Path | None:
     ``None`` when the store is a server (``$QDRANT_URL``) and no ``path`` is given."""
     from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV, qdrant_folder
 
-    if path is None and os.environ.get(QDRANT_URL_ENV):
+    if path is None and settings.is_set(QDRANT_URL_ENV):
         return None
     return qdrant_folder(path).resolve()
 

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from haystack import Document, Pipeline
+from haystack.core.errors import ComponentError
 
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
 from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
 from adaptive_retrieval.components.gating.quality_gate import QualityGate
@@ -169,7 +171,7 @@ def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
     return inputs
 
 
-class NoChannelAnsweredError(RuntimeError):
+class NoChannelAnsweredError(AdaptiveRetrievalError, ComponentError, RuntimeError):
     """The retrieval channels failed (all of them, or enough that nothing came back): an empty result would
     read as "nothing matched"."""
 

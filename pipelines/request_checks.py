@@ -30,6 +30,7 @@ from hayhooks.server.pipelines.registry import PipelineRegistry
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.validation import check_fields
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def _is_json(headers: Headers) -> bool:
 MCP_PATH = "/mcp"
 
 
-class NonFiniteNumberError(ValueError):
+class NonFiniteNumberError(InputError):
     """A JSON text holds ``NaN``, ``Infinity`` or a number beyond a float's range."""
 
 

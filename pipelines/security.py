@@ -26,7 +26,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from haystack.utils import Secret
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.pipelines.cross_site import cross_site_problem
 from adaptive_retrieval.pipelines.owner_client import TOKEN_ENV
 
@@ -49,11 +49,11 @@ PUBLIC_PATHS = ("/docs", "/redoc", "/openapi.json")
 
 
 def _env_list(name: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
+    return settings.items(name)
 
 
 def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.flag(name)
 
 
 def deploy_routes_allowed() -> bool:

@@ -15,7 +15,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,11 +24,14 @@ import numpy as np
 from haystack import Document, Pipeline
 from pydantic import BaseModel, ConfigDict, Field
 
+import adaptive_retrieval.pipelines.drawing
+import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
+
 # Hayhooks imports the wrapper modules in parallel threads, and two threads importing qdrant_client's circular
 # modules at once fail ("partially initialized module"). Every wrapper imports this module first and alone, so
 # the whole stack loads once, under this module's import lock, while the other threads wait for it.
-import adaptive_retrieval.pipelines.drawing
-import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
 from adaptive_retrieval.pipelines.validation import check_top_k
 
@@ -60,11 +62,9 @@ def load_served_pipeline(name: str) -> Pipeline:
 
 #: Folder for uploaded files; default: ``uploads`` beside the local Qdrant folder.
 UPLOAD_DIR_ENV = "ADAPTIVE_UPLOAD_DIR"
-#: Largest accepted upload, in bytes (``$ADAPTIVE_MAX_UPLOAD_MB``, default 50 MB).
-MAX_UPLOAD_BYTES = int(float(os.environ.get("ADAPTIVE_MAX_UPLOAD_MB", "50")) * 1024 * 1024)
 
 
-class UploadRejectedError(ValueError):
+class UploadRejectedError(InputError):
     """An uploaded file cannot be indexed (type, size, name or content); the message says why."""
 
 
@@ -218,7 +218,7 @@ def uploads_dir(store: Any) -> Path:
     """
     from adaptive_retrieval.components.stores.locations import data_dir
 
-    if configured := os.environ.get(UPLOAD_DIR_ENV):
+    if configured := settings.text(UPLOAD_DIR_ENV):
         return Path(configured).expanduser().resolve()
     folder = getattr(store, "folder", None) or getattr(store, "path", None)
     if folder:
@@ -246,10 +246,12 @@ def check_upload(filename: str | None, content: bytes) -> str:
         the check ``index_paths`` makes too).
     """
     from adaptive_retrieval.pipelines.file_checks import content_problem
+    from adaptive_retrieval.pipelines.limits import Limits
 
     name = safe_filename(filename)
-    if len(content) > MAX_UPLOAD_BYTES:
-        msg = f"The uploaded file '{name}' has {len(content)} bytes; the limit is {MAX_UPLOAD_BYTES}"
+    limit = Limits.from_env().file_bytes
+    if len(content) > limit:
+        msg = f"The uploaded file '{name}' has {len(content)} bytes; the limit is {limit} ($ADAPTIVE_MAX_UPLOAD_MB)"
         raise UploadRejectedError(msg)
     if problem := content_problem(name, content):
         raise UploadRejectedError(f"The uploaded file {problem}")

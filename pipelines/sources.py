@@ -20,12 +20,13 @@ from typing import Any
 
 from haystack import Document
 
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
 from adaptive_retrieval.pipelines.validation import check_source_name
 
 
-class SourceNotFoundError(LookupError):
+class SourceNotFoundError(AdaptiveRetrievalError, LookupError):
     """No stored document and no uploaded file has this source name; the message lists them."""
 
 

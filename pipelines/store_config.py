@@ -3,17 +3,21 @@ process for a local folder (the default), qdrant-haystack's ``QdrantDocumentStor
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from haystack.utils import Secret
 
-from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.edge_shards import DEFAULT_PAYLOAD_INDEXES
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.components.stores.locations import (
     GRAPH_FILE,
     GRAPH_PATH_ENV,
+    NEO4J_DATABASE_ENV,
+    NEO4J_URI_ENV,
     QDRANT_PATH_ENV,
+    QDRANT_URL_ENV,
     graph_file,
     qdrant_folder,
 )
@@ -22,10 +26,16 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphS
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
-QDRANT_URL_ENV = "QDRANT_URL"
-NEO4J_URI_ENV = "NEO4J_URI"
-NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
-__all__ = ["GRAPH_FILE", "GRAPH_PATH_ENV", "QDRANT_PATH_ENV", "make_graph_store", "make_store", "qdrant_folder"]
+__all__ = [
+    "GRAPH_FILE",
+    "GRAPH_PATH_ENV",
+    "NEO4J_URI_ENV",
+    "QDRANT_PATH_ENV",
+    "QDRANT_URL_ENV",
+    "make_graph_store",
+    "make_store",
+    "qdrant_folder",
+]
 
 
 def make_store(
@@ -40,7 +50,7 @@ def make_store(
     pass through to it), else an embedded :class:`EdgeDocumentStore` at ``path`` (``None``: the store reads
     ``$ADAPTIVE_QDRANT_PATH`` when it opens, default ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``); ``create=False``
     (the query side) makes a missing embedded index an error instead of an empty store."""
-    url = url or os.environ.get(QDRANT_URL_ENV) or None
+    url = url or settings.text(QDRANT_URL_ENV)
     if url:
         extra.pop("create", None)  # a server creates collections itself
         from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
@@ -74,10 +84,10 @@ def make_graph_store(
     (``$ADAPTIVE_GRAPH_PATH``, or next to the Qdrant folder ``qdrant_path``; with neither, ``path`` stays ``None``
     and the store resolves it when it opens). ``create=False`` (the query side) makes a missing file an error."""
     if url is None and path is None:
-        url = os.environ.get(NEO4J_URI_ENV) or None
+        url = settings.text(NEO4J_URI_ENV)
     if url:
         extra.pop("create", None)  # a server creates its database itself
-        return Neo4jGraphStore(url=url, database=os.environ.get(NEO4J_DATABASE_ENV) or "neo4j", **extra)
-    if path is None and qdrant_path and not os.environ.get(GRAPH_PATH_ENV):
+        return Neo4jGraphStore(url=url, database=settings.text(NEO4J_DATABASE_ENV) or "neo4j", **extra)
+    if path is None and qdrant_path and not settings.is_set(GRAPH_PATH_ENV):
         path = str(graph_file(None, qdrant_path))
     return SQLiteGraphStore(path=path, **extra)

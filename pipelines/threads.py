@@ -11,7 +11,8 @@ scripts call :func:`limit_blas_threads`; an application that loads the YAML itse
 from __future__ import annotations
 
 import logging
-import os
+
+from adaptive_retrieval.components import settings
 
 logger = logging.getLogger(__name__)
 
@@ -27,13 +28,9 @@ def limit_blas_threads(threads: int | None = None) -> int | None:
     :raises ValueError: for a negative or non-integer ``$ADAPTIVE_BLAS_THREADS``.
     """
     if threads is None:
-        raw = os.environ.get(BLAS_THREADS_ENV, "1")
-        try:
-            threads = int(raw)
-        except ValueError:
-            threads = -1
+        threads = settings.whole(BLAS_THREADS_ENV)
     if threads < 0:
-        msg = f"{BLAS_THREADS_ENV} must be a whole number >= 0, got {os.environ.get(BLAS_THREADS_ENV)!r}"
+        msg = f"{BLAS_THREADS_ENV} must be a whole number >= 0, got {threads}"
         raise ValueError(msg)
     if threads == 0:
         return None

@@ -24,6 +24,7 @@ import hashlib
 import unicodedata
 from urllib.parse import unquote
 
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
 
 #: Longest stored name, in UTF-8 bytes: under the usual 255-byte limit with room for the ``.NAME.partial``
@@ -34,7 +35,7 @@ KEPT_PUNCTUATION = frozenset(" ._-()[]+,=@")
 HASH_CHARS = 12
 
 
-class UploadNameError(ValueError):
+class UploadNameError(InputError):
     """An upload's name cannot be stored: no name, or a type the indexer does not read."""
 
 

@@ -34,15 +34,17 @@ Usage::
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import BusyError
 
-class QueueFullError(RuntimeError):
+
+class QueueFullError(BusyError):
     """Too many uploads are admitted already; ``retry_after`` says when to try again (seconds)."""
 
     def __init__(self, message: str, retry_after: int) -> None:
@@ -50,7 +52,7 @@ class QueueFullError(RuntimeError):
         self.retry_after = retry_after
 
 
-class TimeBudgetError(RuntimeError):
+class TimeBudgetError(BusyError):
     """An upload waited or ran past its time budget; the work stopped between two batches of files."""
 
     def __init__(self, message: str, retry_after: int) -> None:
@@ -109,9 +111,9 @@ class UploadQueue:
     def from_env(cls) -> UploadQueue:
         """Bounds from ``$ADAPTIVE_UPLOAD_QUEUE`` and ``$ADAPTIVE_UPLOAD_TIMEOUT_S`` (one upload indexes at a time)."""
         return cls(
-            capacity=int(os.environ.get("ADAPTIVE_UPLOAD_QUEUE") or 4),
+            capacity=settings.whole("ADAPTIVE_UPLOAD_QUEUE", minimum=1),
             concurrency=1,
-            budget_s=float(os.environ.get("ADAPTIVE_UPLOAD_TIMEOUT_S") or 600),
+            budget_s=settings.number("ADAPTIVE_UPLOAD_TIMEOUT_S", strict=True),
         )
 
     def retry_after(self) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,8 @@ from haystack import Pipeline
 from haystack.marshal import YamlMarshaller
 
 import yaml
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.pipelines.store_config import (
     NEO4J_URI_ENV,
     QDRANT_URL_ENV,
@@ -59,7 +60,7 @@ _CHECKOUT_YAML = Path(__file__).resolve().parents[1] / "yaml"
 YAML_DIR = _CHECKOUT_YAML if _CHECKOUT_YAML.is_dir() else Path(__file__).resolve().parent / "yaml"
 
 
-class PipelineLoadError(ValueError):
+class PipelineLoadError(InputError):
     """The YAML could not be parsed or does not describe a pipeline this package can build."""
 
 
@@ -243,14 +244,14 @@ def env_store_overrides() -> dict[str, Any]:
     graph store). Folders, device and precision are not here: the components read ``$ADAPTIVE_QDRANT_PATH``,
     ``$ADAPTIVE_GRAPH_PATH``, ``$ADAPTIVE_DEVICE`` and ``$ADAPTIVE_PRECISION`` themselves (README, "Configuration")."""
     overrides: dict[str, Any] = {}
-    if url := os.environ.get(QDRANT_URL_ENV):
+    if url := settings.text(QDRANT_URL_ENV):
         overrides["url"] = url
         # Cluster layout of a collection the server creates (ignored for an existing collection).
-        if shards := os.environ.get(QDRANT_SHARDS_ENV):
-            overrides["shard_number"] = int(shards)
-        if replicas := os.environ.get(QDRANT_REPLICATION_ENV):
-            overrides["replication_factor"] = int(replicas)
-    if graph_url := os.environ.get(NEO4J_URI_ENV):
+        if settings.is_set(QDRANT_SHARDS_ENV):
+            overrides["shard_number"] = settings.whole(QDRANT_SHARDS_ENV, minimum=1)
+        if settings.is_set(QDRANT_REPLICATION_ENV):
+            overrides["replication_factor"] = settings.whole(QDRANT_REPLICATION_ENV, minimum=1)
+    if graph_url := settings.text(NEO4J_URI_ENV):
         overrides["graph_url"] = graph_url
     return overrides
 

@@ -55,14 +55,15 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor, stopwords
+from adaptive_retrieval.components.ids import chunk_id
+from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.indexing.ids import chunk_id
 from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityInfo, Subgraph
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.text.stopwords import stopwords
 from evaluation.data import Passage, Question, load_hotpot, load_jsonl, load_wiki2
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,10 +32,10 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document
 
+from adaptive_retrieval.components.ids import stable_id
 from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.indexing.ids import stable_id
 from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder

@@ -10,7 +10,7 @@ import pytest
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.retrieval.channels import (
     CHANNELS,
     SOURCES,
@@ -132,7 +132,7 @@ def test_the_router_channel_set_is_checked() -> None:
 
 def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) -> None:
     query = "Which company employs the engineer who designed the bridge that collapsed?"
-    embedding = OnnxEncoder.get(str(model_dir), "int8").encode([query])[0].tolist()
+    embedding = get_encoder(str(model_dir), "int8").encode([query])[0].tolist()
     default = IntentRouter(model=str(model_dir))
     ppr = IntentRouter(
         model=str(model_dir),

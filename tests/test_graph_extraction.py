@@ -8,12 +8,9 @@ import pytest
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
-from adaptive_retrieval.components.indexing.entity_extractor import (
-    EntityExtractor,
-    normalise_key,
-    parse_llm_entities,
-    title_aliases,
-)
+from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing.llm_entities import parse_llm_entities
+from adaptive_retrieval.components.text.keys import normalise_key, title_aliases
 
 # Encyclopedic sentences (facts from public reference works), written as such text is.
 CURIE = (

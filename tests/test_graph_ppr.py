@@ -10,9 +10,9 @@ import pytest
 from haystack import Document
 from passages import PassageWriter
 
+from adaptive_retrieval.components.ids import stable_id
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.indexing.ids import stable_id
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from adaptive_retrieval.components.indexing.ids import chunk_id
+from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing.manifest import (
     MANIFEST_LEVEL,
     STATE_COMPLETE,

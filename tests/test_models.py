@@ -33,20 +33,20 @@ def test_export_is_idempotent(model_dir: Path) -> None:
 
 
 def test_int8_stays_close_to_fp32(model_dir: Path) -> None:
-    fp32 = OnnxEncoder.get(str(model_dir), "fp32").encode(PASSAGES)
-    int8 = OnnxEncoder.get(str(model_dir), "int8").encode(PASSAGES)
+    fp32 = get_encoder(str(model_dir), "fp32").encode(PASSAGES)
+    int8 = get_encoder(str(model_dir), "int8").encode(PASSAGES)
     cosines = (fp32 * int8).sum(axis=1)
     assert cosines.min() > 0.97, cosines
     assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-4)
 
 
 def test_encoding_keeps_input_order_across_batches(model_dir: Path) -> None:
-    encoder = OnnxEncoder.get(str(model_dir), "fp32")
+    encoder = get_encoder(str(model_dir), "fp32")
     together = encoder.encode(PASSAGES, batch_size=2)
     alone = np.vstack([encoder.encode([p]) for p in PASSAGES])
     assert np.allclose(together, alone, atol=1e-4)
     # Dynamic INT8 quantises activations per batch, so padding partners shift results slightly, never much.
-    int8 = OnnxEncoder.get(str(model_dir), "int8")
+    int8 = get_encoder(str(model_dir), "int8")
     batched, single = int8.encode(PASSAGES, batch_size=5), np.vstack([int8.encode([p]) for p in PASSAGES])
     assert (batched * single).sum(axis=1).min() > 0.98
 

@@ -23,7 +23,7 @@ from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, Q
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
 from adaptive_retrieval.components.gating.signals import SIGNALS, content_terms, gate_signals, query_names
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
 from adaptive_retrieval.components.retrieval.vector_retrievers import SparseRetriever
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
@@ -176,7 +176,7 @@ def test_escalation_widens_the_strategy(model_dir: Path) -> None:
     assert escalate_strategy(base, 3, max_fetch_k=100)["fetch_k"] == 100
 
     router = IntentRouter(model=str(model_dir))
-    vector = OnnxEncoder.get(str(model_dir), "int8").encode([STRONG])[0].tolist()
+    vector = get_encoder(str(model_dir), "int8").encode([STRONG])[0].tolist()
     first = router.run(query=STRONG, query_embedding=vector)
     second = router.run(query=STRONG, query_embedding=vector, escalation=1)
     assert second["intent"] == first["intent"] and second["routing"]["escalation"] == 1
@@ -239,7 +239,7 @@ def test_weak_query_retries_wider_then_reports_insufficient(indexed: dict) -> No
     # The second pass ran with the escalated strategy: deeper, and every channel asked.
     assert result["routing"]["escalation"] == 1
     router = pipeline.get_component("router")
-    vector = OnnxEncoder.get(indexed["model"], "int8").encode([WEAK])[0].tolist()
+    vector = get_encoder(indexed["model"], "int8").encode([WEAK])[0].tolist()
     assert result["strategy"]["fetch_k"] == router.run(query=WEAK, query_embedding=vector, escalation=1)["fetch_k"]
     assert result["strategy"]["fetch_k"] > router.run(query=WEAK, query_embedding=vector)["fetch_k"]
     assert min(result["strategy"]["weights"].values()) > 0
@@ -341,7 +341,7 @@ def test_pipeline_reports_a_skipped_retry(indexed: dict) -> None:
     assert all("retry_skipped" not in a for a in gate["attempts"][:-1])
     last = pipeline.get_component("router").run(
         query=WEAK,
-        query_embedding=OnnxEncoder.get(indexed["model"], "int8").encode([WEAK])[0].tolist(),
+        query_embedding=get_encoder(indexed["model"], "int8").encode([WEAK])[0].tolist(),
         escalation=len(gate["attempts"]) - 1,
     )
     # The router weighs exactly the pipeline's channels (the joiner's), so no channel filter is needed.

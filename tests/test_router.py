@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from script_modules import load_script
 
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
 from adaptive_retrieval.components.routing.profiles import INTENTS, default_profiles
 from adaptive_retrieval.components.routing.rules import structural_reference
@@ -46,13 +47,13 @@ def router(model_dir: Path) -> IntentRouter:
 
 
 @pytest.fixture(scope="module")
-def encoder(model_dir: Path) -> OnnxEncoder:
-    return OnnxEncoder.get(str(model_dir), "int8")
+def encoder(model_dir: Path) -> TokenEncoder:
+    return get_encoder(str(model_dir), "int8")
 
 
 @pytest.mark.parametrize(("intent", "query"), [(i, q) for i, qs in CLEAR.items() for q in qs])
 def test_clear_examples_route_to_their_intent(
-    router: IntentRouter, encoder: OnnxEncoder, intent: str, query: str
+    router: IntentRouter, encoder: TokenEncoder, intent: str, query: str
 ) -> None:
     out = router.run(query=query, query_embedding=encoder.encode([query])[0].tolist())
     assert out["intent"] == intent, out["routing"]
@@ -60,7 +61,7 @@ def test_clear_examples_route_to_their_intent(
     assert sum(out["weights"].values()) == pytest.approx(1.0, abs=1e-3)
 
 
-def test_demo_queries_route_to_the_intent_they_show(router: IntentRouter, encoder: OnnxEncoder) -> None:
+def test_demo_queries_route_to_the_intent_they_show(router: IntentRouter, encoder: TokenEncoder) -> None:
     # The README's main command answers "one query of every intent": each must be routed to the intent it stands
     # for (an earlier "relational" demo query was routed factual). Routing reads only the query, not the index.
     demo = load_script("demo")
@@ -70,7 +71,7 @@ def test_demo_queries_route_to_the_intent_they_show(router: IntentRouter, encode
         assert out["intent"] == intent, (query, out["routing"])
 
 
-def test_soft_routing_mixes_profiles(router: IntentRouter, encoder: OnnxEncoder) -> None:
+def test_soft_routing_mixes_profiles(router: IntentRouter, encoder: TokenEncoder) -> None:
     query = "What does the with statement do?"
     out = router.run(query=query, query_embedding=encoder.encode([query])[0].tolist())
     probs = out["routing"]["probabilities"]
@@ -88,7 +89,7 @@ def test_structural_reference_is_extracted() -> None:
     assert structural_reference("How do I open a file?") is None
 
 
-def test_router_is_under_two_ms_given_the_embedding(router: IntentRouter, encoder: OnnxEncoder) -> None:
+def test_router_is_under_two_ms_given_the_embedding(router: IntentRouter, encoder: TokenEncoder) -> None:
     vector = encoder.encode(["Which exception does next() raise?"])[0].tolist()
     router.run(query="warm", query_embedding=vector)
     runs = []
@@ -100,7 +101,7 @@ def test_router_is_under_two_ms_given_the_embedding(router: IntentRouter, encode
     assert float(np.median(runs)) * 1000 < 2.0
 
 
-def test_bad_input(router: IntentRouter, encoder: OnnxEncoder) -> None:
+def test_bad_input(router: IntentRouter, encoder: TokenEncoder) -> None:
     vector = encoder.encode(["x"])[0].tolist()
     with pytest.raises(ValueError, match="empty"):
         router.run(query="   ", query_embedding=vector)

@@ -12,9 +12,11 @@ from haystack import Document
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
+from adaptive_retrieval.components.ids import tree_node_id
 from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.indexing.section_segments import segment_runs
 from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
-from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder, segment_runs, tree_node_id
+from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.section_tree_retriever import (

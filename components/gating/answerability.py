@@ -37,7 +37,7 @@ from pathlib import Path
 
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.entity_extractor import normalise_key
+from adaptive_retrieval.components.text.keys import normalise_key
 
 _OPERATORS = Path(__file__).resolve().parent / "data" / "question_operators.txt"
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)

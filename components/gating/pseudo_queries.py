@@ -27,10 +27,10 @@ import numpy as np
 from haystack import Document
 
 from adaptive_retrieval.components.gating.signals import content_terms
-from adaptive_retrieval.components.indexing.entity_extractor import stopwords
-from adaptive_retrieval.components.indexing.structure.numbering import heading_without_number
+from adaptive_retrieval.components.text.numbering import heading_without_number
+from adaptive_retrieval.components.text.sentences import split_prose
+from adaptive_retrieval.components.text.stopwords import stopwords
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 #: A word as a question writes it: letters of any script ("Agüero", not "Ag") or a dotted abbreviation ("U.S.").
 _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.){2,}")
 _TOKEN = re.compile(rf"{_ABBREVIATION.pattern}|[^\W_][\w'’\-]*")
@@ -54,7 +54,7 @@ class PseudoQuery:
 
 
 def _sentences(text: str, min_words: int = 6, max_words: int = 60) -> list[str]:
-    sentences = [s.strip() for s in _SENTENCE.split(" ".join((text or "").split()))]
+    sentences = [s.strip() for s in split_prose(" ".join((text or "").split()))]
     good = [s for s in sentences if min_words <= len(s.split()) <= max_words]
     if good:
         return good

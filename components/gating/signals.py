@@ -40,7 +40,8 @@ import numpy as np
 from haystack import Document
 
 from adaptive_retrieval.components.gating.answerability import asked_coverage
-from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, stopwords
+from adaptive_retrieval.components.text.keys import normalise_key
+from adaptive_retrieval.components.text.stopwords import stopwords
 
 SIGNALS: tuple[str, ...] = (
     "top_score",

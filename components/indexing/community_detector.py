@@ -18,21 +18,19 @@ Usage::
 from __future__ import annotations
 
 import logging
-import re
 import time
 from typing import Any
 
 import numpy as np
 from haystack import component, default_from_dict
 
-from adaptive_retrieval.components.indexing.entity_extractor import normalise_key
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
 from adaptive_retrieval.components.stores.serialization import to_dict_with_stores
+from adaptive_retrieval.components.text.keys import normalise_key
+from adaptive_retrieval.components.text.sentences import name_sentences
 
 logger = logging.getLogger(__name__)
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @component
@@ -214,7 +212,7 @@ class CommunityDetector:
             sentences: list[tuple[float, str]] = []
             for chunk_id, _ in best[:5]:
                 title, text = texts.get(chunk_id, ("", ""))
-                for sentence in _SENTENCE.split(text):
+                for sentence in name_sentences(text):
                     sentence = sentence.strip()
                     if len(sentence) < 20:
                         continue

@@ -28,16 +28,10 @@ Usage::
 
 from __future__ import annotations
 
-import ast
-import json
 import logging
 import math
 import re
-import unicodedata
 from collections import Counter
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -45,20 +39,16 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_chatgenerator_inplace
 
+from adaptive_retrieval.components.indexing.llm_entities import LLM_INSTRUCTIONS, parse_llm_entities
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityMention, merge_mentions
+from adaptive_retrieval.components.text.keys import normalise_key, title_aliases
+from adaptive_retrieval.components.text.names import CONNECTORS, Token, capitalised, is_acronym, mostly_upper, tokens
+from adaptive_retrieval.components.text.numbering import heading_without_number
+from adaptive_retrieval.components.text.sentences import name_sentences
+from adaptive_retrieval.components.text.stopwords import stopwords
 
 logger = logging.getLogger(__name__)
 
-_DATA = Path(__file__).resolve().parent / "data" / "entity_stopwords.txt"
-
-#: Lower-case words allowed inside a capitalised name when a capitalised word follows them.
-# "and" is left out on purpose: "Gallu and Lilu" is two names far more often than one.
-CONNECTORS = frozenset(
-    {
-        *("of", "de", "del", "della", "der", "den", "di", "da", "do", "dos", "das", "du", "la", "le", "les"),
-        *("van", "von", "y", "al", "bin", "ibn", "the", "for", "on", "upon"),
-    }
-)
 #: Salience of a mention by the kind of evidence (multiplied by 1 + log(count)).
 KIND_WEIGHTS: dict[str, float] = {
     "title": 3.0,
@@ -69,120 +59,7 @@ KIND_WEIGHTS: dict[str, float] = {
     "phrase": 0.5,
 }
 
-_TOKEN = re.compile(r"\w[\w'’\-.&]*\w|\w", re.UNICODE)
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"“'‘(\[]?[^\W\d_])|\n+")
 _QUOTED = re.compile(r"[\"“]([^\"“”\n]{2,80})[\"”]")
-_ROMAN = re.compile(r"^[IVXLCDM]+$")
-_PAREN_SUFFIX = re.compile(r"\s*\([^)]*\)\s*$")
-_HEADING_NUMBER = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.)\s+")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
-
-
-@cache
-def stopwords() -> frozenset[str]:
-    """The packaged stop-word list (function words, connectives, calendar words)."""
-    lines = _DATA.read_text(encoding="utf-8").splitlines()
-    return frozenset(w.strip() for w in lines if w.strip() and not w.startswith("#"))
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in text if not unicodedata.combining(ch))
-
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def normalise_key(name: str, phrase: bool = False) -> str:
-    """The key that merges spelling variants of an entity name.
-
-    Lower case, accents folded, possessive ``'s`` and punctuation removed, ``&`` read as "and", dotted
-    acronyms joined ("U.S." → "us"), a leading article dropped; for a noun phrase (``phrase=True``) a plural
-    last word is made singular.
-    """
-    text = _fold(name).lower().replace("’", "'")
-    text = re.sub(r"\s&\s", " and ", text).replace("&", "")
-    text = re.sub(r"'s\b", "", text)
-    text = re.sub(r"[^\w\s]|_", " ", text)
-    words: list[str] = []
-    letters: list[str] = []
-    # Runs of single letters are a dotted acronym ("u s a" → "usa"); a lone letter stays a word ("c major").
-    for word in [*text.split(), ""]:
-        if len(word) == 1 and word.isalpha():
-            letters.append(word)
-            continue
-        if letters:
-            words.extend(["".join(letters)] if len(letters) > 1 else letters)
-            letters = []
-        if word:
-            words.append(word)
-    if len(words) > 1 and words[0] in ("the", "a", "an"):
-        words = words[1:]
-    if phrase and words:
-        words[-1] = _singular(words[-1])
-    return " ".join(words)
-
-
-def title_aliases(title: str) -> list[str]:
-    """The title itself plus its base name without a disambiguator: "Lilu (mythology)" → "Lilu";
-    "Leland, North Carolina" → "Leland"."""
-    title = title.strip()
-    names = [title]
-    base = _PAREN_SUFFIX.sub("", title).strip()
-    if base and base != title:
-        names.append(base)
-    if "," in base:
-        head = base.split(",", 1)[0].strip()
-        if head and len(head.split()) <= 6:
-            names.append(head)
-    return names
-
-
-@dataclass
-class _Tok:
-    text: str
-    start: int
-    end: int
-    initial: bool
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_BREAK.split(text) if s and s.strip()]
-
-
-def _tokens(sentence: str) -> list[_Tok]:
-    toks = [_Tok(m.group(0), m.start(), m.end(), False) for m in _TOKEN.finditer(sentence)]
-    # The first word of a sentence (after an opening quote or bracket) is capitalised by grammar, not by name.
-    for tok in toks:
-        if any(ch.isalpha() for ch in tok.text):
-            tok.initial = True
-            break
-    return toks
-
-
-def _capitalised(word: str) -> bool:
-    return word[:1].isupper()
-
-
-def _is_acronym(word: str) -> bool:
-    letters = [ch for ch in word if ch.isalpha()]
-    return (
-        2 <= len(letters) <= 8
-        and sum(ch.isupper() for ch in letters) >= 2
-        and all(ch.isupper() for ch in letters)
-        and not _ROMAN.match(word.replace(".", ""))
-    )
-
-
-def _mostly_upper(sentence: str) -> bool:
-    letters = [ch for ch in sentence if ch.isalpha()]
-    return len(letters) > 12 and sum(ch.isupper() for ch in letters) > 0.6 * len(letters)
 
 
 @component
@@ -267,15 +144,15 @@ class EntityExtractor:
 
     # -- rule-based extraction ------------------------------------------------------------------------------
 
-    def _names(self, sentence: str, toks: list[_Tok], name_evidence: set[str]) -> list[tuple[str, str]]:
+    def _names(self, sentence: str, toks: list[Token], name_evidence: set[str]) -> list[tuple[str, str]]:
         """(name, kind) spans of capitalised words, acronyms and quoted titles in one sentence."""
         stop = stopwords()
         found: list[tuple[str, str]] = []
-        upper_text = _mostly_upper(sentence)
+        upper_text = mostly_upper(sentence)
         i = 0
         while i < len(toks):
             tok = toks[i]
-            if not (_capitalised(tok.text) and any(ch.isalpha() for ch in tok.text)):
+            if not (capitalised(tok.text) and any(ch.isalpha() for ch in tok.text)):
                 i += 1
                 continue
             group = [tok]
@@ -285,10 +162,10 @@ class EntityExtractor:
                 if gap.strip():  # punctuation (comma, bracket, quote) ends a name
                     break
                 word = toks[j].text
-                if _capitalised(word):
+                if capitalised(word):
                     group.append(toks[j])
                     j += 1
-                elif word in CONNECTORS and j + 1 < len(toks) and _capitalised(toks[j + 1].text):
+                elif word in CONNECTORS and j + 1 < len(toks) and capitalised(toks[j + 1].text):
                     if sentence[toks[j].end : toks[j + 1].start].strip():
                         break
                     group.extend([toks[j], toks[j + 1]])
@@ -307,7 +184,7 @@ class EntityExtractor:
                 word = group[0].text
                 if upper_text or word.lower() in stop or len(word) < 2:
                     continue
-                if _is_acronym(word):
+                if is_acronym(word):
                     found.append((word, "acronym"))
                     continue
                 if group[0].initial and word.lower() not in name_evidence:
@@ -318,7 +195,7 @@ class EntityExtractor:
         for match in _QUOTED.finditer(sentence):
             quoted = match.group(1).strip(" ,.;:")
             words = quoted.split()
-            if words and _capitalised(words[0]) and len(words) <= 8:
+            if words and capitalised(words[0]) and len(words) <= 8:
                 found.append((quoted, "name"))
         return found
 
@@ -339,11 +216,11 @@ class EntityExtractor:
                     links.append((normalise_key(name), normalise_key(acronym)))
         return links
 
-    def _phrases(self, toks: list[_Tok], sentence: str) -> list[str]:
+    def _phrases(self, toks: list[Token], sentence: str) -> list[str]:
         """Candidate noun phrases: the last (up to) three words of each run of lower-case content words."""
         stop = stopwords()
         out: list[str] = []
-        run: list[_Tok] = []
+        run: list[Token] = []
 
         def flush() -> None:
             if len(run) >= 2:
@@ -371,19 +248,19 @@ class EntityExtractor:
         flush()
         return out
 
-    def _analyse(self, doc: Document) -> tuple[list[tuple[str, list[_Tok]]], Counter[str]]:
-        sentences = [(s, _tokens(s)) for s in _sentences(doc.content or "")]
+    def _analyse(self, doc: Document) -> tuple[list[tuple[str, list[Token]]], Counter[str]]:
+        sentences = [(s, tokens(s)) for s in name_sentences(doc.content or "")]
         caps: Counter[str] = Counter()
         for _, toks in sentences:
             for tok in toks:
-                if not tok.initial and _capitalised(tok.text):
+                if not tok.initial and capitalised(tok.text):
                     caps[tok.text.lower()] += 1
         return sentences, caps
 
     def _rule_mentions(
         self,
         doc: Document,
-        sentences: list[tuple[str, list[_Tok]]],
+        sentences: list[tuple[str, list[Token]]],
         name_evidence: set[str],
         phrase_df: Counter[str],
         n_docs: int,
@@ -396,7 +273,7 @@ class EntityExtractor:
                 titled.setdefault(normalise_key(alias), alias)
                 raw.append((normalise_key(alias), alias, "title"))
         for heading in doc.meta.get("section_path") or []:
-            heading = _HEADING_NUMBER.sub("", str(heading)).strip()
+            heading = heading_without_number(str(heading)).strip()
             if heading and heading != title and len(heading.split()) <= 8:
                 raw.append((normalise_key(heading), heading, "heading"))
         relations: list[tuple[str, str]] = []
@@ -529,114 +406,3 @@ class EntityExtractor:
             )
         stats = {"chunks": len(out), "mentions": sum(len(c.mentions) for c in out), "llm_failures": failures}
         return {"entities": out, "stats": stats}
-
-
-LLM_INSTRUCTIONS = (
-    "Extract the named entities (people, organisations, places, works, events, concepts) and the relations "
-    "between them from the user's text. Answer with JSON only, in this shape: "
-    '{"entities": [{"name": "...", "type": "..."}], '
-    '"relations": [{"source": "...", "target": "...", "relation": "..."}]}. '
-    "Use names exactly as written in the text."
-)
-
-
-def _load_json_like(text: str) -> Any:
-    """Parse JSON, then JSON without trailing commas, then a Python literal (single quotes, True/None)."""
-    for attempt in (text, _TRAILING_COMMA.sub(r"\1", text)):
-        try:
-            return json.loads(attempt)
-        except (json.JSONDecodeError, ValueError):
-            pass
-    try:
-        return ast.literal_eval(_TRAILING_COMMA.sub(r"\1", text))
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None
-
-
-def _json_candidates(text: str) -> list[str]:
-    """Fenced blocks first, then every balanced {...} or [...] span, outermost first."""
-    candidates = [m.group(1).strip() for m in _FENCE.finditer(text)]
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start = text.find(opener)
-        while start != -1:
-            depth = 0
-            in_string: str | None = None
-            for pos in range(start, len(text)):
-                ch = text[pos]
-                if in_string:
-                    if ch == in_string and text[pos - 1] != "\\":
-                        in_string = None
-                    continue
-                if ch in "\"'":
-                    in_string = ch
-                elif ch == opener:
-                    depth += 1
-                elif ch == closer:
-                    depth -= 1
-                    if depth == 0:
-                        candidates.append(text[start : pos + 1])
-                        break
-            start = text.find(opener, start + 1)
-    candidates.append(text.strip())
-    return candidates
-
-
-def _entity_name(item: Any) -> str | None:
-    if isinstance(item, str):
-        name = item
-    elif isinstance(item, dict):
-        name = next((item[k] for k in ("name", "entity", "text", "label", "value") if isinstance(item.get(k), str)), "")
-    elif isinstance(item, (list, tuple)) and item and isinstance(item[0], str):
-        name = item[0]
-    else:
-        return None
-    name = " ".join(name.split())
-    return name if 0 < len(name) <= 120 else None
-
-
-def _relation_pair(item: Any) -> tuple[str, str] | None:
-    if isinstance(item, dict):
-        pairs = (("source", "target"), ("head", "tail"), ("subject", "object"), ("from", "to"), ("e1", "e2"))
-        for a, b in pairs:
-            if isinstance(item.get(a), str) and isinstance(item.get(b), str):
-                return item[a], item[b]
-        return None
-    if isinstance(item, (list, tuple)) and len(item) >= 2 and all(isinstance(x, str) for x in item[:3]):
-        return (item[0], item[2]) if len(item) >= 3 else (item[0], item[1])
-    return None
-
-
-def parse_llm_entities(text: str) -> tuple[list[str], list[tuple[str, str]]] | None:
-    """Read entity names and relation pairs from an LLM answer, tolerating common malformations.
-
-    Accepts ``{"entities": [...], "relations": [...]}`` (entities as strings or objects with ``name``;
-    relations as ``source/target``, ``head/tail``, ``subject/object`` objects or ``[s, p, o]`` lists) or a bare
-    list of entities, inside code fences or prose, with trailing commas or single quotes.
-
-    :returns: ``(names, pairs)``, or ``None`` when no usable entity could be read.
-    """
-    if not isinstance(text, str) or not text.strip():
-        return None
-    for candidate in _json_candidates(text):
-        data = _load_json_like(candidate)
-        if isinstance(data, dict):
-            raw_entities = next(
-                (data[k] for k in ("entities", "Entities", "nodes", "names") if isinstance(data.get(k), list)), None
-            )
-            raw_relations = next(
-                (data[k] for k in ("relations", "relationships", "edges", "triples") if isinstance(data.get(k), list)),
-                [],
-            )
-        elif isinstance(data, list):
-            raw_entities, raw_relations = data, []
-        else:
-            continue
-        if raw_entities is None:
-            continue
-        names = [n for n in (_entity_name(e) for e in raw_entities) if n]
-        pairs = [p for p in (_relation_pair(r) for r in raw_relations) if p]
-        # Relation endpoints are entities too, even when the model forgot to list them.
-        names.extend(x for pair in pairs for x in pair if x not in names)
-        if names:
-            return names, pairs
-    return None

@@ -19,6 +19,8 @@ import signal
 import threading
 from collections import Counter
 
+from adaptive_retrieval.components import settings
+
 logger = logging.getLogger(__name__)
 
 FAULT_ENV = "ADAPTIVE_FAULT_AT"
@@ -39,7 +41,7 @@ _lock = threading.Lock()
 
 
 def _target() -> tuple[str, int] | None:
-    raw = os.environ.get(FAULT_ENV, "")
+    raw = settings.text(FAULT_ENV) or ""
     if not raw:
         return None
     name, _, count = raw.partition(":")

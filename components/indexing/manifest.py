@@ -34,7 +34,7 @@ from typing import Any
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 
-from adaptive_retrieval.components.indexing.ids import chunk_id, stable_id
+from adaptive_retrieval.components.ids import chunk_id, stable_id
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict
 from haystack.document_stores.types import DuplicatePolicy
 
+from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing.faults import fault_point
-from adaptive_retrieval.components.indexing.ids import chunk_id
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 
 logger = logging.getLogger(__name__)

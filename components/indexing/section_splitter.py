@@ -9,9 +9,10 @@ from typing import Any
 
 from haystack import Document, component
 
+from adaptive_retrieval.components.ids import chunk_id, stable_id
 from adaptive_retrieval.components.indexing.headings import find_headings
-from adaptive_retrieval.components.indexing.ids import chunk_id, stable_id
 from adaptive_retrieval.components.indexing.structure.markdown import parse_markdown
+from adaptive_retrieval.components.text.sentences import split_prose
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +24,6 @@ _CAPTION = re.compile(
     r"|(?:^[\s*_#>|]*(table|tab\.|figure|fig\.)\s+(\d+|[A-Z](?:\.\d+)?|[IVX]+)\s*[.|*]\s*[A-Z*])",
     re.I | re.M,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 def captions_in(text: str) -> list[str]:
@@ -40,7 +40,7 @@ def _split_long(paragraph: str, max_words: int) -> list[str]:
     """Split a paragraph longer than ``max_words`` at sentence ends, then hard at word counts."""
     pieces: list[str] = []
     current: list[str] = []
-    for sentence in _SENTENCE_END.split(paragraph):
+    for sentence in split_prose(paragraph):
         words = sentence.split()
         while len(words) > max_words:
             if current:

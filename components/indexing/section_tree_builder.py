@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,16 +33,14 @@ from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_chatgenerator_inplace
 
-from adaptive_retrieval.components.indexing.ids import stable_id
+from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
+from adaptive_retrieval.components.indexing.section_segments import Lexicon, segment_runs
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.text.sentences import split_prose, summary_candidates
 
 logger = logging.getLogger(__name__)
 
-SECTION_LEVEL = 1
-DOCUMENT_LEVEL = 2
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _LABEL = re.compile(r"^\s*(?:here is (?:a|the) summary[^:\n]*:|summary\s*:)\s*", re.IGNORECASE)
 
@@ -52,82 +50,6 @@ Write plain sentences that state its main points and name its key terms. No prea
 {text}
 
 Summary:"""
-
-
-def tree_node_id(level: int, doc_id: str, section_id: str = "", segment: int = 0) -> str:
-    """Deterministic id of a summary node: re-indexing a document overwrites its nodes in place."""
-    return stable_id("section-tree", level, doc_id, section_id, segment)
-
-
-def split_sentences(text: str, min_words: int = 5, max_words: int = 60) -> list[str]:
-    """Sentences of ``text`` fit for a summary: prose only (mostly letters), not too short; long ones cut."""
-    out: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        flat = " ".join(paragraph.split())
-        for sentence in _SENTENCE_END.split(flat):
-            words = sentence.split()
-            if len(words) < min_words:
-                continue
-            letters = sum(len(w) for w in _WORD.findall(sentence))
-            if letters < 0.6 * len(sentence.replace(" ", "")):
-                continue  # tables, formulas, reference lists
-            out.append(" ".join(words[:max_words]) + (" …" if len(words) > max_words else ""))
-    return out
-
-
-def segment_runs(embeddings: np.ndarray, max_size: int) -> list[tuple[int, int]]:
-    """Cut ``n`` consecutive chunks into runs of at most ``max_size`` (at least ``max_size // 2``) chunks.
-
-    Each cut falls on the weakest link (lowest cosine between neighbours) among the positions that keep both
-    sides within bounds, recursively; returns ``[(start, end), ...]`` half-open and in order.
-    """
-    n = len(embeddings)
-    if n <= max_size:
-        return [(0, n)]
-    links = np.einsum("ij,ij->i", embeddings[:-1], embeddings[1:])  # link i joins chunks i and i + 1
-    floor = max(1, max_size // 2)
-    runs: list[tuple[int, int]] = []
-
-    def cut(start: int, end: int) -> None:
-        if end - start <= max_size:
-            runs.append((start, end))
-            return
-        lo, hi = start + floor, end - floor  # a cut at k makes runs [start, k) and [k, end)
-        k = lo + int(np.argmin(links[lo - 1 : hi]))
-        cut(start, k)
-        cut(k, end)
-
-    cut(0, n)
-    return runs
-
-
-class _Lexicon:
-    """TF-IDF vectors over one document's vocabulary, IDF from its chunks (words common to all weigh ~0)."""
-
-    def __init__(self, texts: list[str]) -> None:
-        counts = [Counter(t.lower() for t in _WORD.findall(text)) for text in texts]
-        self.vocabulary: dict[str, int] = {}
-        for count in counts:
-            for term in count:
-                self.vocabulary.setdefault(term, len(self.vocabulary))
-        df = np.zeros(len(self.vocabulary), dtype=np.float32)
-        for count in counts:
-            df[[self.vocabulary[t] for t in count]] += 1
-        self.idf = np.log1p(len(texts) / np.maximum(df, 1.0)).astype(np.float32)
-        self.chunks = np.stack([self._weights(c) for c in counts]) if counts else np.zeros((0, len(df)))
-
-    def _weights(self, count: Counter[str]) -> np.ndarray:
-        row = np.zeros(len(self.vocabulary), dtype=np.float32)
-        for term, n in count.items():
-            index = self.vocabulary.get(term)
-            if index is not None:
-                row[index] = n
-        return row * self.idf
-
-    def vectors(self, texts: list[str]) -> np.ndarray:
-        """L2-normalised TF-IDF rows of ``texts`` (terms unknown to the document are ignored)."""
-        rows = np.stack([self._weights(Counter(t.lower() for t in _WORD.findall(text))) for text in texts])
-        return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
 
 
 @dataclass
@@ -342,7 +264,7 @@ class SectionTreeBuilder:
 
     # -- extractive summaries -------------------------------------------------------------------------
 
-    def _extractive(self, node: _Node, chunks: list[Document], vectors: np.ndarray, lexicon: _Lexicon) -> str:
+    def _extractive(self, node: _Node, chunks: list[Document], vectors: np.ndarray, lexicon: Lexicon) -> str:
         """The node's sentences nearest its TF-IDF centroid, within the budgets, in reading order."""
         budget_sentences, budget_words = (
             (self.summary_sentences, self.summary_words)
@@ -352,7 +274,7 @@ class SectionTreeBuilder:
         centroid = vectors[node.rows].mean(axis=0)
         central = np.argsort(-(vectors[node.rows] @ centroid), kind="stable")[: self.candidate_chunks]
         rows = [node.rows[i] for i in sorted(central)]
-        sentences = [s for row in rows for s in split_sentences(chunks[row].content or "")]
+        sentences = [s for row in rows for s in summary_candidates(chunks[row].content or "")]
         if not sentences:
             return " ".join((chunks[rows[0]].content or "").split()[:budget_words])
         matrix = lexicon.vectors(sentences)
@@ -399,7 +321,7 @@ class SectionTreeBuilder:
         if len(tokens) > words:
             # Over budget: keep whole sentences that fit, or hard-cut the first one.
             kept: list[str] = []
-            for sentence in _SENTENCE_END.split(cleaned):
+            for sentence in split_prose(cleaned):
                 if len(" ".join([*kept, sentence]).split()) > words:
                     break
                 kept.append(sentence)
@@ -466,7 +388,7 @@ class SectionTreeBuilder:
             chunks = sorted(group, key=lambda c: c.meta.get("position", 0))
             vectors = np.asarray([c.embedding for c in chunks], dtype=np.float32)
             vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-            lexicon = _Lexicon([c.content or "" for c in chunks])
+            lexicon = Lexicon([c.content or "" for c in chunks])
             texts: dict[str, str] = {}
             for node in self._nodes(chunks, vectors):  # sections first: a document prompt reads their summaries
                 node.text = self._extractive(node, chunks, vectors, lexicon)

@@ -24,13 +24,14 @@ Usage::
 from __future__ import annotations
 
 import logging
-import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from haystack import Document, component
+
+from adaptive_retrieval.components import settings
 
 logger = logging.getLogger(__name__)
 
@@ -39,26 +40,6 @@ CHUNKS_ENV, SECTIONS_ENV, DEPTH_ENV = (
     "ADAPTIVE_MAX_FILE_SECTIONS",
     "ADAPTIVE_MAX_SECTION_DEPTH",
 )
-DEFAULT_CHUNKS, DEFAULT_SECTIONS, DEFAULT_DEPTH = 3_000, 1_500, 12
-
-
-def env_number(name: str, default: float) -> float:
-    """The positive number in ``$name`` (``default`` when unset or empty).
-
-    :raises ValueError: naming the variable, when it is not a positive number.
-    """
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as err:
-        msg = f"${name} must be a number, got {raw!r}"
-        raise ValueError(msg) from err
-    if not value > 0 or value == float("inf"):
-        msg = f"${name} must be positive, got {raw!r}"
-        raise ValueError(msg)
-    return value
 
 
 @dataclass(frozen=True)
@@ -112,9 +93,9 @@ class SourceLimitGuard:
     def limits(self) -> dict[str, tuple[int, str]]:
         """``{count: (limit, variable)}`` in force (the environment is read at each call)."""
         return {
-            "chunks": (self.max_chunks or int(env_number(CHUNKS_ENV, DEFAULT_CHUNKS)), CHUNKS_ENV),
-            "sections": (self.max_sections or int(env_number(SECTIONS_ENV, DEFAULT_SECTIONS)), SECTIONS_ENV),
-            "depth": (self.max_depth or int(env_number(DEPTH_ENV, DEFAULT_DEPTH)), DEPTH_ENV),
+            "chunks": (self.max_chunks or int(settings.number(CHUNKS_ENV, strict=True)), CHUNKS_ENV),
+            "sections": (self.max_sections or int(settings.number(SECTIONS_ENV, strict=True)), SECTIONS_ENV),
+            "depth": (self.max_depth or int(settings.number(DEPTH_ENV, strict=True)), DEPTH_ENV),
         }
 
     def problem(self, source: str, counts: ProducedCounts) -> str | None:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.ids import chunk_id
+from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing.manifest import (
     STATE_COMPLETE,
     STATE_DELETING,

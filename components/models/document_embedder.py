@@ -8,8 +8,9 @@ from typing import Any
 from haystack import Document, component
 from tqdm.auto import tqdm
 
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 
 @component
@@ -53,12 +54,12 @@ class OnnxDocumentEmbedder:
         self.progress_bar = progress_bar
         self.meta_fields_to_embed = meta_fields_to_embed or []
         self.embedding_separator = embedding_separator
-        self._encoder: OnnxEncoder | None = None
+        self._encoder: TokenEncoder | None = None
 
     def warm_up(self) -> None:
         """Load (or reuse) the ONNX session."""
         if self._encoder is None:
-            self._encoder = OnnxEncoder.get(self.model, self.precision, self.device)
+            self._encoder = get_encoder(self.model, self.precision, self.device)
 
     def _text(self, doc: Document) -> str:
         parts = []

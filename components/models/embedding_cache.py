@@ -8,7 +8,7 @@ another precision never reuse an entry. Entries live in ``$XDG_CACHE_HOME/adapti
 
 Usage::
 
-    matrix = cached_encode(OnnxEncoder.get("all-MiniLM-L6-v2"), exemplar_texts)
+    matrix = cached_encode(get_encoder("all-MiniLM-L6-v2"), exemplar_texts)
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptive_retrieval.components.models.encoder import TokenEncoder
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.paths import PRECISION_FILES
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -32,9 +33,9 @@ CACHE_DIR_ENV = "ADAPTIVE_CACHE_DIR"
 
 def cache_dir() -> Path:
     """``$ADAPTIVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/adaptive-retrieval/embeddings`` (``~/.cache/...``)."""
-    if configured := os.environ.get(CACHE_DIR_ENV):
+    if configured := settings.text(CACHE_DIR_ENV):
         return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = settings.text("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "adaptive-retrieval" / "embeddings"
 
 

@@ -1,21 +1,21 @@
 """ONNX Runtime back end of the text encoders: runs an exported model, no torch or transformers import.
 
-Query-time processes stay small and start fast. Obtain instances through :func:`OnnxEncoder.get` (or
-:func:`adaptive_retrieval.components.models.encoder.get_encoder`) so that embedders, router and rankers share one
+Query-time processes stay small and start fast. Obtain instances through
+:func:`adaptive_retrieval.components.models.encoder.get_encoder` so that embedders, router and rankers share one
 session.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
-from adaptive_retrieval.components.models.encoder import ONNX_PRECISIONS, TokenEncoder, get_encoder
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.ort_runtime import onnxruntime_quiet
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
+from adaptive_retrieval.components.models.token_encoder import ONNX_PRECISIONS, TokenEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +52,13 @@ class OnnxEncoder(TokenEncoder):
         path = model_file(model_dir, precision)
         super().__init__(model_dir, precision, max_length)
         options = ort.SessionOptions()
-        threads = int(os.environ.get("ADAPTIVE_ORT_THREADS", "0"))
+        threads = settings.whole("ADAPTIVE_ORT_THREADS")
         if threads:
             options.intra_op_num_threads = threads
         # ORT's intra-op threads busy-wait after every run by default. A query runs the model once on a few
         # tokens, then numpy and the store work: the spinning threads only take CPU from them and from
         # concurrent queries (CPU per query -35 % under load). ADAPTIVE_ORT_SPIN=1 restores ORT's default.
-        if os.environ.get("ADAPTIVE_ORT_SPIN", "0") != "1":
+        if not settings.flag("ADAPTIVE_ORT_SPIN"):
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
@@ -69,11 +69,6 @@ class OnnxEncoder(TokenEncoder):
         self._token_output = token_output or self.session.get_outputs()[0].name
         self.dimension = int(outputs[self._token_output].shape[-1])
         logger.info("Loaded %s (%s, %s, dim=%d)", path, precision, device, self.dimension)
-
-    @classmethod
-    def get(cls, model: str, precision: str | None = None, device: str | None = None) -> TokenEncoder:
-        """The process-wide encoder for ``(model, precision, device)`` (see :func:`get_encoder`)."""
-        return get_encoder(model, precision, device)
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Contextual token embeddings ``[batch, tokens, dim]`` and the attention mask ``[batch, tokens]``."""

@@ -13,8 +13,9 @@ Usage::
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
+
+from adaptive_retrieval.components import settings
 
 #: ONNX Runtime's own switch; ``0`` (or ``false``/``no``/``off``) is the user's opt-in to its telemetry.
 TELEMETRY_ENV = "ORT_DISABLE_TELEMETRY"
@@ -22,7 +23,7 @@ TELEMETRY_ENV = "ORT_DISABLE_TELEMETRY"
 
 def telemetry_opted_in() -> bool:
     """Whether the user turned ONNX Runtime's telemetry on (``ORT_DISABLE_TELEMETRY=0``)."""
-    return os.environ.get(TELEMETRY_ENV, "1").strip().lower() in ("0", "false", "no", "off")
+    return (settings.text(TELEMETRY_ENV) or "1").lower() in ("0", "false", "no", "off")
 
 
 def onnxruntime_quiet() -> ModuleType:

@@ -8,9 +8,9 @@ index. ``adaptive-retrieval models build`` writes there and ``adaptive-retrieval
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.extras import install_hint
 from adaptive_retrieval.components.stores.locations import data_dir
 
@@ -30,7 +30,7 @@ CPU_PRECISIONS = ("fp32", "int8")
 
 def models_dir_origin() -> tuple[Path, str]:
     """The models folder and why it is that one (``$ADAPTIVE_MODELS_DIR``, the source checkout, the data folder)."""
-    env = os.environ.get(MODELS_DIR_ENV)
+    env = settings.text(MODELS_DIR_ENV)
     if env:
         return Path(env).expanduser().resolve(), f"${MODELS_DIR_ENV}"
     repo_root = Path(__file__).resolve().parents[2]

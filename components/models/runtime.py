@@ -10,7 +10,7 @@ Usage::
 
 from __future__ import annotations
 
-import os
+from adaptive_retrieval.components import settings
 
 DEVICE_ENV = "ADAPTIVE_DEVICE"
 PRECISION_ENV = "ADAPTIVE_PRECISION"
@@ -20,9 +20,9 @@ DEFAULT_PRECISION = "int8"
 
 def resolve_device(device: str | None) -> str:
     """``device``, else ``$ADAPTIVE_DEVICE``, else ``cpu``."""
-    return device or os.environ.get(DEVICE_ENV) or DEFAULT_DEVICE
+    return device or settings.text(DEVICE_ENV) or DEFAULT_DEVICE
 
 
 def resolve_precision(precision: str | None) -> str:
     """``precision``, else ``$ADAPTIVE_PRECISION``, else ``int8``."""
-    return precision or os.environ.get(PRECISION_ENV) or DEFAULT_PRECISION
+    return precision or settings.text(PRECISION_ENV) or DEFAULT_PRECISION

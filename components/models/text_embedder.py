@@ -9,9 +9,10 @@ import numpy as np
 from haystack import component
 
 from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import query_vector
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +57,12 @@ class OnnxTextEmbedder:
         self.prefix = prefix
         self.max_chars = max_chars
         self.return_list = return_list
-        self._encoder: OnnxEncoder | None = None
+        self._encoder: TokenEncoder | None = None
 
     def warm_up(self) -> None:
         """Load (or reuse) the ONNX session."""
         if self._encoder is None:
-            self._encoder = OnnxEncoder.get(self.model, self.precision, self.device)
+            self._encoder = get_encoder(self.model, self.precision, self.device)
 
     def windows(self, text: str) -> list[str]:
         """``text`` as it is embedded: whole when it fits the model's window (with the prefix), else cut at word

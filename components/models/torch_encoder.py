@@ -15,8 +15,8 @@ import numpy as np
 from haystack.lazy_imports import LazyImport
 
 from adaptive_retrieval.components.extras import install_hint
-from adaptive_retrieval.components.models.encoder import TokenEncoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, resolve_model_dir
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.onnx_encoder import _providers
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
 from adaptive_retrieval.components.models.runtime import resolve_device, resolve_precision
@@ -147,7 +147,7 @@ class CrossEncoderRanker(RerankerBase):
         pad_id = tokenizer.token_to_id(pad_token) if pad_token else 0
         tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token or "[PAD]")
         options = ort.SessionOptions()
-        threads = int(os.environ.get("ADAPTIVE_ORT_THREADS", "0"))
+        threads = settings.whole("ADAPTIVE_ORT_THREADS")
         if threads:
             options.intra_op_num_threads = threads
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 from haystack import Document, component
 
-from adaptive_retrieval.components.models.encoder import TokenEncoder, get_encoder
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches
 
 logger = logging.getLogger(__name__)

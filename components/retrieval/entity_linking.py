@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from adaptive_retrieval.components.indexing.entity_extractor import normalise_key, stopwords
 from adaptive_retrieval.components.stores.graph_store import GraphStore, idf
+from adaptive_retrieval.components.text.keys import normalise_key
+from adaptive_retrieval.components.text.stopwords import stopwords
 
 _NAME_WORD = re.compile(r"\b[A-Z0-9][\w'’.\-]*")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9&.]{1,9}\b")

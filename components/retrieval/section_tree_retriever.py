@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict
 
-from adaptive_retrieval.components.indexing.section_tree_builder import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
+from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
 from adaptive_retrieval.components.retrieval.structural_match import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.indexing.structure.numbering import heading_number
+from adaptive_retrieval.components.text.numbering import heading_number
 
 #: Kinds answered from the section outline, and those answered from the captions found in a section's text.
 OUTLINE_KINDS = ("section", "chapter", "appendix", "part", "paragraph", "clause", "article")

@@ -13,7 +13,7 @@ from haystack import component
 
 from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
 from adaptive_retrieval.components.models.embedding_cache import cached_encode
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
 from adaptive_retrieval.components.retrieval.channels import check_channel_set, pipeline_channels
@@ -141,7 +141,7 @@ class IntentRouter:
         for index, intent in enumerate(self.intents):
             texts.extend(exemplars[intent])
             labels.extend([index] * len(exemplars[intent]))
-        encoder = OnnxEncoder.get(self.model, self.precision, self.device)
+        encoder = get_encoder(self.model, self.precision, self.device)
         self._matrix = cached_encode(encoder, texts)
         self._labels = np.asarray(labels)
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from haystack.document_stores.errors import DocumentStoreError
+from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.store_errors import StoreError
 
 MIN_FREE_ENV = "ADAPTIVE_MIN_FREE_MB"
 DEFAULT_MIN_FREE_MB = 64.0
@@ -34,7 +35,7 @@ MB = 1024 * 1024
 _ALLOCATE_ON_READ = {"tmpfs", "ramfs", "hugetlbfs"}
 
 
-class InsufficientSpaceError(DocumentStoreError, ValueError):
+class InsufficientSpaceError(StoreError, ValueError):
     """The disk of a store has less free space than it needs plus the margin. A ``ValueError``, so the retrieval
     channels raise it rather than skip themselves (as for a damaged index): every channel would fail alike.
 
@@ -54,18 +55,7 @@ class InsufficientSpaceError(DocumentStoreError, ValueError):
 
 def margin_bytes() -> int:
     """The free space every open and write leaves (``$ADAPTIVE_MIN_FREE_MB``, default 64 MB; 0 turns it off)."""
-    raw = os.environ.get(MIN_FREE_ENV)
-    if raw is None or raw.strip() == "":
-        return int(DEFAULT_MIN_FREE_MB * MB)
-    try:
-        value = float(raw)
-    except ValueError as err:
-        msg = f"${MIN_FREE_ENV} must be a number of megabytes, got {raw!r}"
-        raise ValueError(msg) from err
-    if not 0 <= value < float("inf"):
-        msg = f"${MIN_FREE_ENV} must be 0 or more megabytes, got {raw!r}"
-        raise ValueError(msg)
-    return int(value * MB)
+    return int(settings.number(MIN_FREE_ENV) * MB)
 
 
 def _existing(path: Path) -> Path:

@@ -23,7 +23,17 @@ DENSE_VECTORS_NAME = "text-dense"
 SPARSE_VECTORS_NAME = "text-sparse"
 POINT_ID_NAMESPACE = uuid.UUID("3896d314-1e95-4a3a-b45a-945f9f0b541d")
 
-__all__ = ["DENSE_VECTORS_NAME", "SPARSE_VECTORS_NAME", "document_to_point", "point_id", "point_to_document"]
+__all__ = [
+    "DENSE_VECTORS_NAME",
+    "SPARSE_VECTORS_NAME",
+    "check_documents",
+    "document_to_point",
+    "first_per_id",
+    "last_per_id",
+    "point_id",
+    "point_to_document",
+    "write_bytes",
+]
 
 
 def point_id(document_id: str) -> uuid.UUID:
@@ -73,3 +83,41 @@ def point_to_document(point: Any, score: float | None = None) -> Document:
             }
         )
     return Document(**fields)
+
+
+def check_documents(documents: Any, dimension: int, index: str) -> None:
+    """Refuse what ``write_documents`` cannot store.
+
+    :raises ValueError: for input that is not a list of Documents, or a dense vector whose dimension is not the
+        index's.
+    """
+    if not isinstance(documents, list) or any(not isinstance(d, Document) for d in documents):
+        msg = "write_documents takes a list of haystack Document objects"
+        raise ValueError(msg)
+    for document in documents:
+        if document.embedding is not None and len(document.embedding) != dimension:
+            msg = (
+                f"Document {document.id} has an embedding of dimension {len(document.embedding)} but the index "
+                f"'{index}' stores {dimension}-d vectors: embed with the index's model."
+            )
+            raise ValueError(msg)
+
+
+def last_per_id(documents: list[Document]) -> list[Document]:
+    """One document per id, the last given (what an overwrite keeps)."""
+    return list({d.id: d for d in documents}.values())
+
+
+def first_per_id(documents: list[Document]) -> list[Document]:
+    """One document per id, the first given (what a skip keeps)."""
+    first: dict[str, Document] = {}
+    for d in documents:
+        first.setdefault(d.id, d)
+    return list(first.values())
+
+
+def write_bytes(documents: list[Document], dimension: int) -> int:
+    """A generous estimate of what writing ``documents`` takes on disk: the write-ahead log and the segment each
+    hold the text, the payload and the vectors."""
+    per_vector = dimension * 4 + 4096  # dense vector, sparse vector and payload besides the text
+    return 2 * sum(len(d.content or "") * 4 + per_vector for d in documents)

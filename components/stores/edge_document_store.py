@@ -1,15 +1,15 @@
 """Haystack document store on Qdrant Edge: Qdrant's own engine inside the process, for a local folder.
 
-Qdrant Edge (``qdrant-edge-py``) runs the server's segment format, HNSW, sparse vectors with the IDF modifier,
-payload indexes and a write-ahead log in process. This store implements Haystack's ``DocumentStore`` protocol over
-one ``EdgeShard`` per folder, plus the searches the retrieval channels need
-(:class:`~adaptive_retrieval.components.stores. vector_search.VectorSearch`): dense and sparse top-k with native payload
-filters, and documents by id.
+Qdrant Edge (``qdrant-edge-py``) runs the server's segment format, HNSW, sparse vectors with IDF, payload indexes
+and a write-ahead log in process. This store implements Haystack's ``DocumentStore`` protocol over one ``EdgeShard``
+per folder, plus the searches the channels need (:class:`~.vector_search.VectorSearch`): dense and sparse top-k
+with native payload filters, and documents by id. Requests are built in :mod:`.edge_queries`.
 
 One process owns a shard (Edge locks its write-ahead log): every store instance in the process that names the same
-folder shares one open shard (a pipeline loaded from YAML builds one store per component), and a second process
-gets :class:`StoreLockedError`. Searches run concurrently (Edge releases the GIL); writes are serialised by a lock
-of this store, never the searches.
+folder shares one open shard (a pipeline loaded from YAML builds one store per component; the registry is
+:mod:`.edge_shards`), and a second process gets :class:`StoreLockedError` (the errors and the mapping of engine
+failures to them: :mod:`.edge_errors`). Searches run concurrently (Edge releases the GIL); writes are serialised
+by a lock of this store, never the searches.
 
 Usage::
 
@@ -22,8 +22,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,97 +33,62 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from adaptive_retrieval.components.stores.disk_space import occupied_bytes, open_need, require_space
-from adaptive_retrieval.components.stores.edge_checks import ledger_problem, missing_segments, vector_problem
+from adaptive_retrieval.components.stores.disk_space import occupied_bytes, require_space
+from adaptive_retrieval.components.stores.edge_checks import ledger_problem, vector_problem
 from adaptive_retrieval.components.stores.edge_conversion import (
     DENSE_VECTORS_NAME,
     SPARSE_VECTORS_NAME,
+    check_documents,
     document_to_point,
+    first_per_id,
+    last_per_id,
     point_id,
     point_to_document,
+    write_bytes,
+)
+from adaptive_retrieval.components.stores.edge_errors import (
+    IndexNotFoundError,
+    StoreDamagedError,
+    StoreFormatError,
+    StoreLockedError,
+    ledger_damage,
+    read_failure,
+    settings_mismatch,
+    vector_damage,
 )
 from adaptive_retrieval.components.stores.edge_filters import convert_filters
-from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, QDRANT_PATH_ENV, qdrant_folder
+from adaptive_retrieval.components.stores.edge_queries import dense_query, query_request, scroll_request, sparse_query
+from adaptive_retrieval.components.stores.edge_shards import (
+    DEFAULT_PAYLOAD_INDEXES,
+    OPEN_LOCK,
+    OPEN_SHARDS,
+    OpenShard,
+    ShardSpec,
+    check_store_settings,
+    folder_origin,
+    open_shard,
+    release_all_clients,
+)
+from adaptive_retrieval.components.stores.locations import qdrant_folder
 
 logger = logging.getLogger(__name__)
 
-#: Environment variable naming the index folder when ``path`` is not given.
-PATH_ENV = QDRANT_PATH_ENV
-#: Payload indexes for the fields the pipelines filter on (levels, sources, sections).
-DEFAULT_PAYLOAD_INDEXES: dict[str, str] = {
-    "meta.level": "integer",
-    "meta.doc_id": "keyword",
-    "meta.source": "keyword",
-    "meta.section_id": "keyword",
-}
+# The store's public surface: its errors and the registry's reset live in their own modules, named here too.
+__all__ = [
+    "EdgeDocumentStore",
+    "IndexNotFoundError",
+    "StoreDamagedError",
+    "StoreFormatError",
+    "StoreLockedError",
+    "release_all_clients",
+]
+
 #: HNSW search breadth of dense queries (see ``EdgeDocumentStore(hnsw_ef=...)``).
 DEFAULT_HNSW_EF = 256
 #: Points written since the last HNSW build above which :meth:`EdgeDocumentStore.optimize` rebuilds it. Below
 #: it, the unindexed points are few enough that Edge's exact scan of them costs less than a rebuild.
 DEFAULT_OPTIMIZE_THRESHOLD = 5000
-_SCHEMAS = {
-    "keyword": qe.PayloadSchemaType.Keyword,
-    "integer": qe.PayloadSchemaType.Integer,
-    "float": qe.PayloadSchemaType.Float,
-    "bool": qe.PayloadSchemaType.Bool,
-    "datetime": qe.PayloadSchemaType.Datetime,
-    "text": qe.PayloadSchemaType.Text,
-}
-_DISTANCES = {"cosine": qe.Distance.Cosine, "dot_product": qe.Distance.Dot, "l2": qe.Distance.Euclid}
 _WRITE_BATCH = 256
-_SCROLL_PAGE = 1024
-
-
-class StoreLockedError(DocumentStoreError, RuntimeError):
-    """The index folder is open in another process (one process owns an embedded index)."""
-
-
-class StoreFormatError(DocumentStoreError, ValueError):
-    """The index folder holds data this store cannot open (an old format, another dimension, a damaged shard): a
-    configuration error, so channels raise it instead of skipping themselves."""
-
-
-class StoreDamagedError(StoreFormatError):
-    """The index folder is damaged (a lost segment, unreadable pages, impossible vectors): queries would answer
-    wrong, so every read raises this instead, with what to run."""
-
-
-class IndexNotFoundError(DocumentStoreError, ValueError):
-    """A store opened for reading only (``create=False``, the query side) names a folder that holds no index: a
-    configuration error (wrong folder or variable, or nothing indexed yet), never an empty result."""
-
-
-class _OpenShard:
-    """One open ``EdgeShard`` shared by every store instance on its folder, with the lock that orders writes."""
-
-    def __init__(self, shard: qe.EdgeShard, settings: tuple[int, str, bool, bool]) -> None:
-        self.shard = shard
-        #: (embedding_dim, similarity, use_sparse_embeddings, sparse_idf) the shard was opened with.
-        self.settings = settings
-        self.refs = 0
-        self.write_lock = threading.RLock()
-        #: Points written since the last optimisation (decides whether :meth:`optimize` has work to do).
-        self.unoptimized_writes = 0
-        self.closed = False
-        #: Writes so far, and the count at which the manifest ledger was last checked with its finding.
-        self.writes = 0
-        self.ledger: tuple[int, str | None] | None = None
-
-    def close(self) -> None:
-        with self.write_lock:
-            self.shard.flush()
-            self.shard.close()
-            self.closed = True
-
-
-_OPEN: dict[str, _OpenShard] = {}
-_OPEN_LOCK = threading.Lock()
-
-
-def resolve_path(path: str | None) -> str:
-    """The index folder: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else the per-user data folder's ``qdrant``
-    (``$XDG_DATA_HOME/adaptive-retrieval/qdrant``; never the working directory)."""
-    return str(qdrant_folder(path))
 
 
 class EdgeDocumentStore:
@@ -162,19 +125,7 @@ class EdgeDocumentStore:
         hnsw_ef: int | None = DEFAULT_HNSW_EF,
         create: bool = True,
     ) -> None:
-        if similarity not in _DISTANCES:
-            msg = f"similarity must be one of {sorted(_DISTANCES)}, got {similarity!r}"
-            raise ValueError(msg)
-        if not isinstance(embedding_dim, int) or embedding_dim <= 0:
-            msg = f"embedding_dim must be a positive integer, got {embedding_dim!r}"
-            raise ValueError(msg)
-        if hnsw_ef is not None and (not isinstance(hnsw_ef, int) or hnsw_ef < 1):
-            msg = f"hnsw_ef must be a positive integer or None, got {hnsw_ef!r}"
-            raise ValueError(msg)
-        unknown = {s for s in (payload_fields_to_index or {}).values()} - set(_SCHEMAS)
-        if unknown:
-            msg = f"Unknown payload index schema(s) {sorted(unknown)}: use {sorted(_SCHEMAS)}"
-            raise ValueError(msg)
+        check_store_settings(similarity, embedding_dim, hnsw_ef, payload_fields_to_index)
         self.path = path
         self.index = index
         self.embedding_dim = embedding_dim
@@ -185,7 +136,7 @@ class EdgeDocumentStore:
         self.optimize_threshold = optimize_threshold
         self.hnsw_ef = hnsw_ef
         self.create = create
-        self._open: _OpenShard | None = None
+        self._open: OpenShard | None = None
         self._key: str | None = None
 
     # -- serialisation -------------------------------------------------------------------------------------------
@@ -217,7 +168,7 @@ class EdgeDocumentStore:
     @property
     def folder(self) -> Path:
         """The index folder (``path`` resolved): the shard, and files kept with the index, live here."""
-        return Path(resolve_path(self.path)).expanduser()
+        return qdrant_folder(self.path)  # path, else $ADAPTIVE_QDRANT_PATH, else the per-user data folder
 
     @property
     def shard_path(self) -> Path:
@@ -229,27 +180,20 @@ class EdgeDocumentStore:
         """The open shard (opened, or created, on first use)."""
         return self._opened().shard
 
-    def _opened(self) -> _OpenShard:
+    def _opened(self) -> OpenShard:
         return self._open if self._open is not None and not self._open.closed else self._share()
 
-    def _share(self) -> _OpenShard:
+    def _share(self) -> OpenShard:
         """The process's open shard of this folder, opened (or created) by the first instance that needs it."""
         key = str(self.shard_path.resolve())
-        with _OPEN_LOCK:
-            opened = _OPEN.get(key)
+        with OPEN_LOCK:
+            opened = OPEN_SHARDS.get(key)
             if opened is None:
-                opened = _OpenShard(self._open_shard(), self._settings())
-                _OPEN[key] = opened
+                opened = OpenShard(self._open_shard(), self._settings())
+                OPEN_SHARDS[key] = opened
                 logger.info("Opened Qdrant Edge shard %s (%d points)", key, opened.shard.info().points_count)
             elif opened.settings != self._settings():
-                dim, similarity, *_ = opened.settings
-                msg = (
-                    f"The index '{key}' stores {dim}-d vectors ({similarity}; sparse vectors "
-                    f"{'on' if opened.settings[2] else 'off'}) but this store is configured for "
-                    f"{self.embedding_dim}-d ({self.similarity}; sparse vectors "
-                    f"{'on' if self.use_sparse_embeddings else 'off'}): use the settings it was built with."
-                )
-                raise StoreFormatError(msg)
+                raise settings_mismatch(key, opened.settings, self._settings())
             opened.refs += 1
         self._open, self._key = opened, key
         return opened
@@ -265,93 +209,36 @@ class EdgeDocumentStore:
             opened.ledger = (opened.writes, None)  # no recursion through the reads below
             opened.ledger = (opened.writes, ledger_problem(self))
         if opened.ledger[1]:
-            raise StoreDamagedError(
-                f"The index '{self.shard_path}' is damaged: {opened.ledger[1]}. Index your files again "
-                f"(`adaptive-retrieval index --store {self.folder} FILES...` redoes the sources whose data is "
-                f"missing); `adaptive-retrieval stats --verify --store {self.folder}` lists them."
-            )
+            raise ledger_damage(self.shard_path, self.folder, opened.ledger[1])
 
     def _settings(self) -> tuple[int, str, bool, bool]:
         return (self.embedding_dim, self.similarity, self.use_sparse_embeddings, self.sparse_idf)
 
-    def _config(self) -> qe.EdgeConfig:
-        sparse = (
-            {SPARSE_VECTORS_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if self.sparse_idf else None)}
-            if self.use_sparse_embeddings
-            else None
-        )
-        return qe.EdgeConfig(
-            vectors={
-                DENSE_VECTORS_NAME: qe.EdgeVectorParams(size=self.embedding_dim, distance=_DISTANCES[self.similarity])
-            },
-            sparse_vectors=sparse,
-        )
-
     def _open_shard(self) -> qe.EdgeShard:
-        folder = self.shard_path
-        root = folder.parent
-        if (root / "meta.json").is_file() and (root / "collection").is_dir():
-            msg = (
-                f"'{root}' is a qdrant-client local-mode folder written by an earlier version of this package; the "
-                f"embedded engine is now Qdrant Edge. Re-index your files into a new folder, e.g. "
-                f"`adaptive-retrieval index --store {root}-edge PATHS...` (or move '{root}' away and index again)."
-            )
-            raise StoreFormatError(msg)
-        exists = folder.is_dir() and any(folder.iterdir())
-        if not exists and not self.create:
-            source = (
-                "the store's path"
-                if self.path
-                else f"${QDRANT_PATH_ENV}"
-                if os.environ.get(PATH_ENV)
-                else (f"the default, as ${QDRANT_PATH_ENV} is not set")
-            )
-            msg = (
-                f"No index '{self.index}' in the folder '{root}' ({source}). Set ${QDRANT_PATH_ENV} to the folder "
-                f"you indexed into, or index your files first: `{INDEX_COMMAND.replace('FOLDER', str(root))}`."
-            )
-            raise IndexNotFoundError(msg)
-        if exists and missing_segments(folder):
-            if not self.create:
-                raise StoreDamagedError(
-                    f"The index '{folder}' has lost its 'segments' folder, which holds the data: index your files "
-                    f"again (`adaptive-retrieval index --store {root} FILES...`), or restore a copy of the folder."
-                )
-            logger.warning("The index %s lost its segments folder: every source will be indexed again", folder)
-        # Loading writes (segment state) and maps files in: on a full disk Edge dies of SIGBUS, so check first.
-        require_space(
-            folder,
-            "open the index" if exists else "create the index",
-            need=open_need(folder),
-            need_for="the pages of its files a load allocates on tmpfs",
+        spec = ShardSpec(
+            folder=self.shard_path,
+            index=self.index,
+            embedding_dim=self.embedding_dim,
+            similarity=self.similarity,
+            use_sparse=self.use_sparse_embeddings,
+            sparse_idf=self.sparse_idf,
+            payload_fields=DEFAULT_PAYLOAD_INDEXES
+            if self.payload_fields_to_index is None
+            else self.payload_fields_to_index,
+            create=self.create,
+            named_by=folder_origin(self.path),
         )
-        try:
-            if exists:
-                shard = qe.EdgeShard.load(str(folder), self._config())
-            else:
-                folder.mkdir(parents=True, exist_ok=True)
-                shard = qe.EdgeShard.create(str(folder), self._config())
-        except Exception as err:
-            raise _open_error(folder, err, exists) from err
-        self._ensure_payload_indexes(shard)
-        return shard
-
-    def _ensure_payload_indexes(self, shard: qe.EdgeShard) -> None:
-        fields = DEFAULT_PAYLOAD_INDEXES if self.payload_fields_to_index is None else self.payload_fields_to_index
-        present = set(shard.info().payload_schema)
-        for field, schema in fields.items():
-            if field not in present:
-                shard.update(qe.UpdateOperation.create_field_index(field, _SCHEMAS[schema]))
+        return open_shard(spec)
 
     def close(self) -> None:
         """Release this instance; the shard is flushed and closed with the last instance on its folder."""
         if self._open is None:
             return
-        with _OPEN_LOCK:
+        with OPEN_LOCK:
             opened = self._open
             opened.refs -= 1
-            if opened.refs <= 0 and _OPEN.get(self._key or "") is opened:
-                del _OPEN[self._key or ""]
+            if opened.refs <= 0 and OPEN_SHARDS.get(self._key or "") is opened:
+                del OPEN_SHARDS[self._key or ""]
                 opened.close()
         self._open = self._key = None
 
@@ -376,16 +263,7 @@ class EdgeDocumentStore:
         :returns: the number of documents written.
         :raises ValueError: for input that is not a list of Documents, or a dense vector of the wrong dimension.
         """
-        if not isinstance(documents, list) or any(not isinstance(d, Document) for d in documents):
-            msg = "write_documents takes a list of haystack Document objects"
-            raise ValueError(msg)
-        for document in documents:
-            if document.embedding is not None and len(document.embedding) != self.embedding_dim:
-                msg = (
-                    f"Document {document.id} has an embedding of dimension {len(document.embedding)} but the index "
-                    f"'{self.index}' stores {self.embedding_dim}-d vectors: embed with the index's model."
-                )
-                raise ValueError(msg)
+        check_documents(documents, self.embedding_dim, self.index)
         opened = self._opened()
         with opened.write_lock:
             if policy == DuplicatePolicy.FAIL:
@@ -396,14 +274,14 @@ class EdgeDocumentStore:
                     raise DuplicateDocumentError(msg)
                 unique = documents
             elif policy == DuplicatePolicy.SKIP:
-                first = _first_per_id(documents)
+                first = first_per_id(documents)
                 stored = self._stored_ids([d.id for d in first])
                 unique = [d for d in first if d.id not in stored]
             else:
-                unique = _last_per_id(documents)
+                unique = last_per_id(documents)
             for start in range(0, len(unique), _WRITE_BATCH):
                 documents_batch = unique[start : start + _WRITE_BATCH]
-                need = self._write_bytes(documents_batch)
+                need = write_bytes(documents_batch, self.embedding_dim)
                 require_space(self.shard_path, "write to the index", need=need, need_for="this batch")
                 batch = [document_to_point(d) for d in documents_batch]
                 self._update(qe.UpdateOperation.upsert_points(batch))
@@ -450,13 +328,7 @@ class EdgeDocumentStore:
         """
         self._opened()  # an index built with other settings is named as such, before the query is blamed
         self._check_ledger()
-        if len(query_embedding) != self.embedding_dim:
-            msg = (
-                f"Query embedding has dimension {len(query_embedding)} but the index '{self.index}' stores "
-                f"{self.embedding_dim}-d vectors: use the model the index was built with."
-            )
-            raise ValueError(msg)
-        query = qe.Query.Nearest([float(v) for v in query_embedding], using=DENSE_VECTORS_NAME)
+        query = dense_query(query_embedding, self.embedding_dim, self.index)
         params = qe.SearchParams(hnsw_ef=self.hnsw_ef) if self.hnsw_ef is not None else None
         return self._query(query, top_k, filters, return_embedding, score_threshold, params)
 
@@ -473,17 +345,10 @@ class EdgeDocumentStore:
         if not self.use_sparse_embeddings:
             msg = f"The index '{self.index}' was created without sparse vectors (use_sparse_embeddings=False)."
             raise ValueError(msg)
-        if len(set(query_sparse_embedding.indices)) != len(query_sparse_embedding.indices):
-            msg = "A sparse query vector must not repeat an index"
-            raise ValueError(msg)
-        if not query_sparse_embedding.indices:
+        query = sparse_query(query_sparse_embedding)
+        if query is None:
             return []
         self._check_ledger()
-        vector = qe.SparseVector(
-            indices=[int(i) for i in query_sparse_embedding.indices],
-            values=[float(v) for v in query_sparse_embedding.values],
-        )
-        query = qe.Query.Nearest(vector, using=SPARSE_VECTORS_NAME)
         return self._query(query, top_k, filters, return_embedding, score_threshold)
 
     def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
@@ -546,41 +411,19 @@ class EdgeDocumentStore:
         score_threshold: float | None,
         params: Any = None,
     ) -> list[Document]:
-        request = qe.QueryRequest(
-            limit=int(top_k),
-            query=query,
-            filter=convert_filters(filters),
-            with_payload=True,
-            with_vector=[DENSE_VECTORS_NAME] if return_embedding else False,
-            score_threshold=score_threshold,
-            params=params,
-        )
+        request = query_request(query, top_k, filters, return_embedding, score_threshold, params)
         documents = [point_to_document(p, p.score) for p in self._read(self.shard.query, request)]
         if problem := vector_problem(documents, normalised=self.similarity == "cosine"):
-            raise StoreDamagedError(
-                f"The index '{self.shard_path}' is damaged: {problem}. Run `adaptive-retrieval stats --verify "
-                f"--store {self.folder}` to list the sources to index again (or index everything into a new folder)."
-            )
+            raise vector_damage(self.shard_path, self.folder, problem)
         return documents
 
     def _scroll(self, edge_filter: qe.Filter | None, vectors: bool) -> Iterator[Any]:
         offset = None
         while True:
-            records, offset = self._read(
-                self.shard.scroll,
-                qe.ScrollRequest(
-                    offset=offset, limit=_SCROLL_PAGE, filter=edge_filter, with_payload=True, with_vector=vectors
-                ),
-            )
+            records, offset = self._read(self.shard.scroll, scroll_request(offset, edge_filter, vectors))
             yield from records
             if offset is None:
                 return
-
-    def _write_bytes(self, documents: list[Document]) -> int:
-        """A generous estimate of what writing ``documents`` takes on disk: the write-ahead log and the segment
-        each hold the text, the payload and the vectors."""
-        per_vector = self.embedding_dim * 4 + 4096  # dense vector, sparse vector and payload besides the text
-        return 2 * sum(len(d.content or "") * 4 + per_vector for d in documents)
 
     def _stored_ids(self, ids: list[str]) -> set[str]:
         records = self._read(self.shard.retrieve, [point_id(i) for i in ids], with_payload=["id"], with_vector=False)
@@ -594,11 +437,7 @@ class EdgeDocumentStore:
         except Exception as err:
             if isinstance(err, (DocumentStoreError, ValueError, TypeError)):
                 raise
-            raise StoreDamagedError(
-                f"Reading the index '{self.shard_path}' failed, it looks damaged: {err}. Restore a copy of the "
-                f"folder, or index your files again into a new folder (`adaptive-retrieval index --store NEW "
-                f"FILES...`)."
-            ) from err
+            raise read_failure(self.shard_path, err) from err
 
     def _update(self, operation: qe.UpdateOperation) -> None:
         try:
@@ -607,45 +446,3 @@ class EdgeDocumentStore:
         except Exception as err:
             msg = f"Writing to the index '{self.shard_path}' failed: {err}"
             raise DocumentStoreError(msg) from err
-
-
-def _last_per_id(documents: list[Document]) -> list[Document]:
-    return list({d.id: d for d in documents}.values())
-
-
-def _first_per_id(documents: list[Document]) -> list[Document]:
-    first: dict[str, Document] = {}
-    for d in documents:
-        first.setdefault(d.id, d)
-    return list(first.values())
-
-
-def _open_error(folder: Path, err: Exception, existed: bool) -> DocumentStoreError:
-    """A clear error for a shard that cannot be opened."""
-    text = str(err)
-    if "WouldBlock" in text:
-        return StoreLockedError(
-            f"The index '{folder}' is open in another process (one process owns an embedded index). Stop that "
-            f"process, or send your queries to it (e.g. the REST server of `adaptive-retrieval serve`)."
-        )
-    if "Permission denied" in text or "Read-only" in text or "PermissionDenied" in text:
-        return StoreFormatError(f"The index '{folder}' cannot be written (permission denied): {text}")
-    if existed and ("incompatible" in text.lower() or "mismatch" in text.lower() or "dimension" in text.lower()):
-        return StoreFormatError(
-            f"The index '{folder}' was built with another configuration (vector size, distance or sparse vectors) "
-            f"than this store's: {text}. Use the settings it was built with, or re-index into a new folder."
-        )
-    if existed:
-        return StoreFormatError(
-            f"Could not open the index '{folder}', which looks damaged: {text}. Nothing in it was changed: restore "
-            "a copy of the folder, or index your files again into a new folder."
-        )
-    return StoreFormatError(f"Could not create the index '{folder}': {text}")
-
-
-def release_all_clients() -> None:
-    """Flush and close every open shard of this process (tests use it to simulate a fresh process)."""
-    with _OPEN_LOCK:
-        for opened in _OPEN.values():
-            opened.close()
-        _OPEN.clear()

@@ -15,11 +15,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from adaptive_retrieval.components import settings
+
 #: The embedded Qdrant Edge index folder.
 QDRANT_PATH_ENV = "ADAPTIVE_QDRANT_PATH"
 #: The embedded graph store's SQLite file (default: ``graph.sqlite`` beside the Qdrant folder).
 GRAPH_PATH_ENV = "ADAPTIVE_GRAPH_PATH"
 GRAPH_FILE = "graph.sqlite"
+#: A Qdrant server or cluster instead of the embedded index; a Neo4j server instead of the SQLite graph.
+QDRANT_URL_ENV = "QDRANT_URL"
+NEO4J_URI_ENV = "NEO4J_URI"
+NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
 APP_NAME = "adaptive-retrieval"
 #: The command that creates an index, quoted in "index not found" errors.
 INDEX_COMMAND = "adaptive-retrieval index --store FOLDER FILES..."
@@ -27,18 +33,18 @@ INDEX_COMMAND = "adaptive-retrieval index --store FOLDER FILES..."
 
 def data_dir() -> Path:
     """The per-user data folder: ``$XDG_DATA_HOME/adaptive-retrieval``, else ``~/.local/share/adaptive-retrieval``."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    base = settings.text("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base).expanduser() / APP_NAME
 
 
 def qdrant_folder(path: str | os.PathLike[str] | None = None) -> Path:
     """The index folder: ``path``, else ``$ADAPTIVE_QDRANT_PATH``, else ``<data_dir>/qdrant``."""
-    return Path(path or os.environ.get(QDRANT_PATH_ENV) or data_dir() / "qdrant").expanduser()
+    return Path(path or settings.text(QDRANT_PATH_ENV) or data_dir() / "qdrant").expanduser()
 
 
 def graph_file(path: str | os.PathLike[str] | None = None, qdrant_path: str | os.PathLike[str] | None = None) -> Path:
     """The graph file: ``path``, else ``$ADAPTIVE_GRAPH_PATH``, else ``graph.sqlite`` beside the Qdrant folder
     (``qdrant_path`` resolved as :func:`qdrant_folder` does), so two indexes never share one graph."""
-    if path or os.environ.get(GRAPH_PATH_ENV):
-        return Path(path or os.environ[GRAPH_PATH_ENV]).expanduser()
+    if path or settings.is_set(GRAPH_PATH_ENV):
+        return Path(path or settings.text(GRAPH_PATH_ENV) or "").expanduser()
     return qdrant_folder(qdrant_path).parent / GRAPH_FILE

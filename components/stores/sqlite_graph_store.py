@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from haystack import default_from_dict, default_to_dict
 
 from adaptive_retrieval.components.stores.disk_space import require_space
 from adaptive_retrieval.components.stores.graph_store import (
-    ENTITY_KINDS,
     ChunkEntities,
     Community,
     EntityInfo,
@@ -39,96 +37,26 @@ from adaptive_retrieval.components.stores.graph_store import (
     GraphStoreBase,
     Subgraph,
 )
-from adaptive_retrieval.components.stores.locations import GRAPH_PATH_ENV, INDEX_COMMAND, QDRANT_PATH_ENV, graph_file
+from adaptive_retrieval.components.stores.locations import GRAPH_PATH_ENV, INDEX_COMMAND, QDRANT_PATH_ENV
+from adaptive_retrieval.components.stores.sqlite_graph_writes import replace_rows
+from adaptive_retrieval.components.stores.sqlite_schema import (
+    BATCH,
+    REGISTRY,
+    REGISTRY_LOCK,
+    GraphNotFoundError,
+    GraphStoreDamagedError,
+    SharedConnection,
+    batches,
+    connect,
+    placeholders,
+    release_all_connections,
+    storage_key,
+)
 
 logger = logging.getLogger(__name__)
 
-# Entities and chunks get integer row ids: mentions and co-occurrence edges (the bulk of the graph) then store
-# two small varints per row instead of two text keys, which shrinks the file about threefold.
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entities(
-    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, kind TEXT NOT NULL,
-    kind_rank INTEGER NOT NULL, df INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, title TEXT NOT NULL,
-    text TEXT NOT NULL, relations TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id);
--- Clustered by entity: an entity's chunks are one range scan; the covering index serves chunk -> entities.
-CREATE TABLE IF NOT EXISTS mentions(
-    entity INTEGER NOT NULL, chunk INTEGER NOT NULL, count INTEGER NOT NULL, weight REAL NOT NULL,
-    PRIMARY KEY(entity, chunk)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk, entity, weight);
--- Undirected edges stored once (a = the entity with the smaller key); the index serves lookups from b.
-CREATE TABLE IF NOT EXISTS relations(
-    a INTEGER NOT NULL, b INTEGER NOT NULL, weight REAL NOT NULL, PRIMARY KEY(a, b)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relations_by_b ON relations(b, a, weight);
-CREATE TABLE IF NOT EXISTS communities(
-    level INTEGER NOT NULL, id INTEGER NOT NULL, size INTEGER NOT NULL, entities TEXT NOT NULL,
-    summary TEXT NOT NULL, embedding BLOB, chunks TEXT NOT NULL, PRIMARY KEY(level, id)
-);
-CREATE TABLE IF NOT EXISTS entity_communities(
-    entity INTEGER NOT NULL, level INTEGER NOT NULL, community INTEGER NOT NULL, PRIMARY KEY(entity, level)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-"""
-
-#: Bumped when the schema changes; a file written with another version is refused with a clear message.
-SCHEMA_VERSION = 1
-
-#: Parameters per statement stay well below SQLite's limit (32766) and keep statements cacheable.
-_BATCH = 500
-
-
-class _SharedConnection:
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-        self.lock = threading.RLock()
-        self.refs = 0
-
-
-_REGISTRY: dict[str, _SharedConnection] = {}
-_REGISTRY_LOCK = threading.Lock()
-
-
-def _storage_key(path: str | None) -> str:
-    return "memory:" if path == ":memory:" else str(graph_file(path).resolve())
-
-
-#: The tables every graph file has (a file holding others, or some of them only, is not this store's).
-REQUIRED_TABLES = frozenset(
-    {"entities", "chunks", "mentions", "relations", "communities", "entity_communities", "meta"}
-)
-
-
-class GraphStoreDamagedError(ValueError):
-    """The graph file is not this store's database (damaged, emptied, replaced): graph retrieval would answer
-    wrong, so it raises (a ``ValueError``, so the retrieval channels do not skip themselves) with what to do."""
-
-
-class GraphNotFoundError(ValueError):
-    """A graph store opened for reading only (``create=False``, the query side) names a file that does not exist:
-    a configuration error (wrong path or variable, or nothing indexed yet), never an empty graph."""
-
-
-def release_all_connections() -> None:
-    """Close every shared connection (tests use it to simulate a fresh process)."""
-    with _REGISTRY_LOCK:
-        for shared in _REGISTRY.values():
-            shared.connection.close()
-        _REGISTRY.clear()
-
-
-def _batches(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
+# The store's public surface: its errors and the registry's reset live in sqlite_schema.py, named here too.
+__all__ = ["GraphNotFoundError", "GraphStoreDamagedError", "SQLiteGraphStore", "release_all_connections"]
 
 
 class SQLiteGraphStore(GraphStoreBase):
@@ -152,7 +80,7 @@ class SQLiteGraphStore(GraphStoreBase):
         self.path = path
         self.max_pair_entities = max_pair_entities
         self.create = create
-        self._shared: _SharedConnection | None = None
+        self._shared: SharedConnection | None = None
         self._key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -166,12 +94,12 @@ class SQLiteGraphStore(GraphStoreBase):
 
     # -- connection ---------------------------------------------------------------------------------------
 
-    def _conn(self) -> _SharedConnection:
+    def _conn(self) -> SharedConnection:
         if self._shared is not None:
             return self._shared
-        key = _storage_key(self.path)
-        with _REGISTRY_LOCK:
-            shared = _REGISTRY.get(key)
+        key = storage_key(self.path)
+        with REGISTRY_LOCK:
+            shared = REGISTRY.get(key)
             if shared is None:
                 if key != "memory:" and not self.create and not Path(key).is_file():
                     source = (
@@ -187,44 +115,12 @@ class SQLiteGraphStore(GraphStoreBase):
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
                     # Opening writes (the schema, the write-ahead log): check the disk first, as the index does.
                     require_space(Path(key).parent, "open the graph store" if Path(key).is_file() else "create it")
-                shared = _SharedConnection(self._connect(key))
-                _REGISTRY[key] = shared
+                shared = SharedConnection(connect(key, self.create))
+                REGISTRY[key] = shared
                 logger.info("Opened graph store %s", key)
             shared.refs += 1
         self._shared, self._key = shared, key
         return shared
-
-    def _connect(self, key: str) -> sqlite3.Connection:
-        """A connection to the file (schema created when missing), or a :class:`GraphStoreDamagedError` for a file
-        that is not this store's database: not SQLite, tables missing, or empty where the query side reads."""
-        # One connection used from several threads, always under shared.lock.
-        conn = sqlite3.connect(":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None)
-        command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent / "qdrant"))
-        fix = f"move it away and index your files again (`{command}` redoes the sources the graph lacks)"
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        except sqlite3.DatabaseError as err:
-            conn.close()
-            msg = f"The graph file '{key}' cannot be read ({err}): it is damaged or not a graph store; {fix}"
-            raise GraphStoreDamagedError(msg) from err
-        if tables and version != SCHEMA_VERSION:
-            conn.close()
-            msg = (
-                f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: delete the file "
-                f"and index your files again (`{command}` redoes the sources the graph lacks)."
-            )
-            raise RuntimeError(msg)
-        missing = sorted(REQUIRED_TABLES - tables)
-        if (tables and missing) or (not tables and not self.create and key != "memory:"):
-            conn.close()
-            what = f"lacks the table(s) {', '.join(missing)}" if tables else "is empty (no tables)"
-            raise GraphStoreDamagedError(f"The graph file '{key}' {what}: it was damaged or replaced; {fix}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        return conn
 
     def _require_space(self) -> None:
         if self._key and self._key != "memory:":
@@ -234,11 +130,11 @@ class SQLiteGraphStore(GraphStoreBase):
         """Release this instance's reference; the connection closes with its last user."""
         if self._shared is None:
             return
-        with _REGISTRY_LOCK:
+        with REGISTRY_LOCK:
             self._shared.refs -= 1
             if self._shared.refs <= 0:
                 self._shared.connection.close()
-                _REGISTRY.pop(self._key or "", None)
+                REGISTRY.pop(self._key or "", None)
         self._shared = self._key = None
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -261,8 +157,8 @@ class SQLiteGraphStore(GraphStoreBase):
     def _read_in(self, sql: str, values: Sequence[Any], extra: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql`` (with ``{marks}`` for the IN list) over ``values`` in batches; ``extra`` params follow."""
         rows: list[tuple[Any, ...]] = []
-        for batch in _batches(list(values)):
-            rows.extend(self._read(sql.format(marks=_marks(len(batch))), [*batch, *extra]))
+        for batch in batches(list(values)):
+            rows.extend(self._read(sql.format(marks=placeholders(len(batch))), [*batch, *extra]))
         return rows
 
     def _meta(self, key: str) -> int:
@@ -300,74 +196,16 @@ class SQLiteGraphStore(GraphStoreBase):
             for cid, doc_id, title, text, relations in chunks
         ]
 
-    @staticmethod
-    def _ids(conn: sqlite3.Connection, table: str, column: str, values: Sequence[str]) -> dict[str, int]:
-        """``{value: row id}`` for the given keys (entities) or chunk ids (chunks)."""
-        out: dict[str, int] = {}
-        for batch in _batches(list(values)):
-            sql = f"SELECT {column}, id FROM {table} WHERE {column} IN ({_marks(len(batch))})"
-            out.update(conn.execute(sql, batch).fetchall())
-        return out
-
     def _apply_replace(
         self, old: list[ChunkEntities], new: list[ChunkEntities], deltas: dict[tuple[str, str], float]
     ) -> None:
         shared = self._conn()
         self._require_space()
-        ranks = {kind: i for i, kind in enumerate(ENTITY_KINDS)}
-        touched_keys = sorted({m.key for c in (*old, *new) for m in c.mentions} | {k for pair in deltas for k in pair})
         with shared.lock:
             conn = shared.connection
             conn.execute("BEGIN")
             try:
-                old_rows = self._ids(conn, "chunks", "chunk_id", [c.chunk_id for c in old])
-                conn.executemany("DELETE FROM mentions WHERE chunk = ?", [(i,) for i in old_rows.values()])
-                conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in old_rows.values()])
-                # A stronger kind (a title over a plain name) takes over the entity's display name.
-                conn.executemany(
-                    "INSERT INTO entities(key, name, kind, kind_rank, df) VALUES (?, ?, ?, ?, 0) "
-                    "ON CONFLICT(key) DO UPDATE SET name = excluded.name, kind = excluded.kind, "
-                    "kind_rank = excluded.kind_rank WHERE excluded.kind_rank < entities.kind_rank",
-                    [(m.key, m.name, m.kind, ranks.get(m.kind, len(ranks))) for c in new for m in c.mentions],
-                )
-                conn.executemany(
-                    "INSERT INTO chunks(chunk_id, doc_id, title, text, relations) VALUES (?, ?, ?, ?, ?)",
-                    [(c.chunk_id, c.doc_id, c.title, c.text, json.dumps([list(r) for r in c.relations])) for c in new],
-                )
-                entity = self._ids(conn, "entities", "key", touched_keys)
-                chunk = self._ids(conn, "chunks", "chunk_id", [c.chunk_id for c in new])
-                conn.executemany(
-                    "INSERT INTO mentions(entity, chunk, count, weight) VALUES (?, ?, ?, ?)",
-                    [(entity[m.key], chunk[c.chunk_id], m.count, m.weight) for c in new for m in c.mentions],
-                )
-                edges = [(entity[a], entity[b], d) for (a, b), d in deltas.items() if a in entity and b in entity]
-                conn.executemany(
-                    "INSERT INTO relations(a, b, weight) VALUES (?, ?, ?) "
-                    "ON CONFLICT(a, b) DO UPDATE SET weight = weight + excluded.weight",
-                    edges,
-                )
-                conn.executemany(
-                    "DELETE FROM relations WHERE a = ? AND b = ? AND weight <= 0",
-                    [(a, b) for a, b, d in edges if d < 0],
-                )
-                ids = [(i,) for i in entity.values()]
-                conn.executemany(
-                    "UPDATE entities SET df = (SELECT count(*) FROM mentions WHERE entity = ?1) WHERE id = ?1", ids
-                )
-                gone = [
-                    (i,)
-                    for (i,) in ids
-                    if conn.execute("SELECT df FROM entities WHERE id = ?", (i,)).fetchone()[0] == 0
-                ]
-                conn.executemany("DELETE FROM relations WHERE a = ?1", gone)
-                conn.executemany("DELETE FROM relations WHERE b = ?1", gone)
-                conn.executemany("DELETE FROM entity_communities WHERE entity = ?", gone)
-                conn.executemany("DELETE FROM entities WHERE id = ?", gone)
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('chunks', ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
-                    (len(new) - len(old_rows),),
-                )
+                replace_rows(conn, old, new, deltas)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -475,8 +313,8 @@ class SQLiteGraphStore(GraphStoreBase):
     def neighbours(self, keys: Iterable[str], limit: int = 10) -> dict[str, list[tuple[str, float]]]:
         """``{key: [(other_key, weight), ...]}``, strongest first (ties by key), at most ``limit`` per entity."""
         out: dict[str, list[tuple[str, float]]] = {}
-        for batch in _batches(sorted(set(keys)), _BATCH // 2):
-            marks = _marks(len(batch))
+        for batch in batches(sorted(set(keys)), BATCH // 2):
+            marks = placeholders(len(batch))
             # Two index lookups (edges stored from a, and from b) rather than a scan of a union of the table.
             rows = self._read(
                 "SELECT key, other, weight FROM (SELECT key, other, weight, row_number() OVER "
@@ -496,7 +334,7 @@ class SQLiteGraphStore(GraphStoreBase):
         """The bounded entity → chunk → entity neighbourhood in one statement (see
         :meth:`GraphStoreBase.subgraph`); very long key lists fall back to the batched reads."""
         keys, ids = sorted(set(keys)), sorted(set(chunk_ids))
-        if len(keys) + len(ids) > _BATCH:
+        if len(keys) + len(ids) > BATCH:
             return super().subgraph(keys, ids, limit)
         if not keys and not ids:
             return Subgraph()
@@ -504,8 +342,8 @@ class SQLiteGraphStore(GraphStoreBase):
             "WITH reached(chunk) AS ("
             "SELECT chunk FROM (SELECT m.chunk AS chunk, row_number() OVER (PARTITION BY m.entity "
             "ORDER BY m.weight DESC, c.chunk_id) AS rn FROM entities e JOIN mentions m ON m.entity = e.id "
-            f"JOIN chunks c ON c.id = m.chunk WHERE e.key IN ({_marks(len(keys))})) WHERE rn <= ? "
-            f"UNION SELECT id FROM chunks WHERE chunk_id IN ({_marks(len(ids))})) "
+            f"JOIN chunks c ON c.id = m.chunk WHERE e.key IN ({placeholders(len(keys))})) WHERE rn <= ? "
+            f"UNION SELECT id FROM chunks WHERE chunk_id IN ({placeholders(len(ids))})) "
             "SELECT e.key, c.chunk_id, m.weight, e.df FROM reached r JOIN mentions m ON m.chunk = r.chunk "
             "JOIN entities e ON e.id = m.entity JOIN chunks c ON c.id = r.chunk ORDER BY c.chunk_id, e.key",
             [*keys, limit, *ids],
@@ -580,5 +418,5 @@ class SQLiteGraphStore(GraphStoreBase):
         shared = self._conn()
         with shared.lock:
             shared.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        base = Path(self._key or _storage_key(self.path))
+        base = Path(self._key or storage_key(self.path))
         return sum(p.stat().st_size for p in (base, Path(f"{base}-wal")) if p.exists())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
-from adaptive_retrieval.components.indexing.structure.numbering import heading_number
+from adaptive_retrieval.components.text.numbering import heading_number
 
 if TYPE_CHECKING:
     from pypdf import PdfReader

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from adaptive_retrieval.components.models.embedding_cache import cached_encode, model_identity
+from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.manifest import MANIFEST_FILE, read_manifest, sha256
-from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
 from adaptive_retrieval.components.models.paths import MODELS_DIR_ENV, model_file, models_dir_origin
 from adaptive_retrieval.components.models.verify import MIN_COSINE, reference, verify_model
 
@@ -77,7 +77,7 @@ def test_fixed_texts_are_encoded_once_per_model_file(
     model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ADAPTIVE_CACHE_DIR", str(tmp_path / "cache"))
-    encoder = OnnxEncoder.get(str(model_dir), "int8")
+    encoder = get_encoder(str(model_dir), "int8")
     texts = ["What is MMR?", "error E1045", "Compare lists and tuples"]
     first = cached_encode(encoder, texts)
     (entry,) = (tmp_path / "cache").glob("*.npy")
@@ -97,5 +97,5 @@ def test_an_unwritable_cache_only_costs_the_encoding(model_dir: Path, tmp_path: 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("ADAPTIVE_CACHE_DIR", str(blocker / "cache"))
-    encoder = OnnxEncoder.get(str(model_dir), "int8")
+    encoder = get_encoder(str(model_dir), "int8")
     assert cached_encode(encoder, ["hello"]).shape == (1, 384)

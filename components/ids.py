@@ -1,4 +1,5 @@
-"""Deterministic identifiers: the same source always yields the same document, section and chunk ids."""
+"""Deterministic identifiers: the same source always yields the same document, section, chunk and section-tree
+node ids. Index time writes them and query time reads them, so they live below both."""
 
 from __future__ import annotations
 
@@ -18,3 +19,13 @@ def chunk_id(doc_id: str, position: int) -> str:
     anything of that source is (``ReplacingDocumentWriter`` relies on it to skip a filter scan).
     """
     return stable_id(doc_id, position)
+
+
+#: Levels of the section tree's summary nodes (chunks are level 0).
+SECTION_LEVEL = 1
+DOCUMENT_LEVEL = 2
+
+
+def tree_node_id(level: int, doc_id: str, section_id: str = "", segment: int = 0) -> str:
+    """Deterministic id of a summary node: re-indexing a document overwrites its nodes in place."""
+    return stable_id("section-tree", level, doc_id, section_id, segment)

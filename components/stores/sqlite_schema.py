@@ -1,0 +1,147 @@
+"""The graph file itself: its schema, the check that a file is this store's database, and the process-wide
+registry of shared connections (one per file, as the embedded document store shares one shard per folder).
+
+Usage::
+
+    conn = connect("/data/graph.sqlite", create=True)   # schema created; a damaged or foreign file is refused
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, graph_file
+from adaptive_retrieval.components.stores.store_errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+# Entities and chunks get integer row ids: mentions and co-occurrence edges (the bulk of the graph) then store
+# two small varints per row instead of two text keys, which shrinks the file about threefold.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities(
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, kind TEXT NOT NULL,
+    kind_rank INTEGER NOT NULL, df INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, title TEXT NOT NULL,
+    text TEXT NOT NULL, relations TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id);
+-- Clustered by entity: an entity's chunks are one range scan; the covering index serves chunk -> entities.
+CREATE TABLE IF NOT EXISTS mentions(
+    entity INTEGER NOT NULL, chunk INTEGER NOT NULL, count INTEGER NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY(entity, chunk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk, entity, weight);
+-- Undirected edges stored once (a = the entity with the smaller key); the index serves lookups from b.
+CREATE TABLE IF NOT EXISTS relations(
+    a INTEGER NOT NULL, b INTEGER NOT NULL, weight REAL NOT NULL, PRIMARY KEY(a, b)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_by_b ON relations(b, a, weight);
+CREATE TABLE IF NOT EXISTS communities(
+    level INTEGER NOT NULL, id INTEGER NOT NULL, size INTEGER NOT NULL, entities TEXT NOT NULL,
+    summary TEXT NOT NULL, embedding BLOB, chunks TEXT NOT NULL, PRIMARY KEY(level, id)
+);
+CREATE TABLE IF NOT EXISTS entity_communities(
+    entity INTEGER NOT NULL, level INTEGER NOT NULL, community INTEGER NOT NULL, PRIMARY KEY(entity, level)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+#: Bumped when the schema changes; a file written with another version is refused with a clear message.
+SCHEMA_VERSION = 1
+
+#: Parameters per statement stay well below SQLite's limit (32766) and keep statements cacheable.
+BATCH = 500
+
+
+class SharedConnection:
+    """One connection to a graph file shared by every store instance of the process that names it."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.lock = threading.RLock()
+        self.refs = 0
+
+
+#: Shared connections by :func:`storage_key`, and the lock that guards them.
+REGISTRY: dict[str, SharedConnection] = {}
+REGISTRY_LOCK = threading.Lock()
+
+
+def storage_key(path: str | None) -> str:
+    """The registry key of a graph file: its resolved path (``memory:`` for an in-memory graph)."""
+    return "memory:" if path == ":memory:" else str(graph_file(path).resolve())
+
+
+#: The tables every graph file has (a file holding others, or some of them only, is not this store's).
+REQUIRED_TABLES = frozenset(
+    {"entities", "chunks", "mentions", "relations", "communities", "entity_communities", "meta"}
+)
+
+
+class GraphStoreDamagedError(StoreError, ValueError):
+    """The graph file is not this store's database (damaged, emptied, replaced): graph retrieval would answer
+    wrong, so it raises (a ``ValueError``, so the retrieval channels do not skip themselves) with what to do."""
+
+
+class GraphNotFoundError(StoreError, ValueError):
+    """A graph store opened for reading only (``create=False``, the query side) names a file that does not exist:
+    a configuration error (wrong path or variable, or nothing indexed yet), never an empty graph."""
+
+
+def release_all_connections() -> None:
+    """Close every shared connection (tests use it to simulate a fresh process)."""
+    with REGISTRY_LOCK:
+        for shared in REGISTRY.values():
+            shared.connection.close()
+        REGISTRY.clear()
+
+
+def batches(items: Sequence[Any], size: int = BATCH) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of at most ``size`` (one statement each)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def placeholders(n: int) -> str:
+    """``n`` SQL parameter marks."""
+    return ",".join("?" * n)
+
+
+def connect(key: str, create: bool) -> sqlite3.Connection:
+    """A connection to the file (schema created when missing), or a :class:`GraphStoreDamagedError` for a file
+    that is not this store's database: not SQLite, tables missing, or empty where the query side reads."""
+    # One connection used from several threads, always under shared.lock.
+    conn = sqlite3.connect(":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None)
+    command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent / "qdrant"))
+    fix = f"move it away and index your files again (`{command}` redoes the sources the graph lacks)"
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        msg = f"The graph file '{key}' cannot be read ({err}): it is damaged or not a graph store; {fix}"
+        raise GraphStoreDamagedError(msg) from err
+    if tables and version != SCHEMA_VERSION:
+        conn.close()
+        msg = (
+            f"Graph store {key} has schema version {version}, this code needs {SCHEMA_VERSION}: delete the file "
+            f"and index your files again (`{command}` redoes the sources the graph lacks)."
+        )
+        raise RuntimeError(msg)
+    missing = sorted(REQUIRED_TABLES - tables)
+    if (tables and missing) or (not tables and not create and key != "memory:"):
+        conn.close()
+        what = f"lacks the table(s) {', '.join(missing)}" if tables else "is empty (no tables)"
+        raise GraphStoreDamagedError(f"The graph file '{key}' {what}: it was damaged or replaced; {fix}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(_SCHEMA)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return conn
