@@ -3,7 +3,10 @@
 The gate turns the signals of :mod:`adaptive_retrieval.components.gating.signals` into one quality score with a logistic
 model, ``quality = sigmoid(bias + Σ w_s · signal_s)``, whose weights and threshold are fitted on data by
 ``scripts/calibrate_gate.py`` (answerable questions against the same questions with their supporting passages
-removed from the index). Then:
+removed from the index). Two checks can hold a pass back whatever the quality: ``asked`` (whether the passages
+hold what the question asks for, :mod:`~adaptive_retrieval.components.gating.answerability`) under
+``asked_threshold``, and an optional reader's score (:mod:`~adaptive_retrieval.components.gating.reader`) under
+``reader_threshold``; the quality is then brought under ``pass_threshold`` (still ordered). Then:
 
 - ``quality >= pass_threshold`` → **pass**: the documents go out;
 - below it with retries left → **retry**: the ``retry`` output sends the query back around the pipeline loop
@@ -16,11 +19,12 @@ the signals, the attempt that produced the documents and the history of every at
 ``max_retries``. A retry whose escalated strategy (from the router's ``next_strategy``) would fetch the same
 candidates as this attempt is skipped: the decision is **insufficient** with ``retry_skipped: "same strategy"``.
 
-**Self-calibration.** The weights below are a prior fitted on hotpotqa100. ``adaptive-retrieval calibrate`` fits
-the same model on pseudo-queries drawn from the user's own index (no labels needed, see
-:mod:`adaptive_retrieval.pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder; given
-the ``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again whenever it
-changes, and reports which model decided (``calibration``: ``index`` or ``prior``).
+**Self-calibration.** The defaults are the shipped prior, ``data/gate_prior.json`` (weights fitted on
+hotpotqa100, ``asked_threshold`` set on dragonball_law_en; each with its provenance). ``adaptive-retrieval
+calibrate`` fits the same model on pseudo-queries drawn from the user's own index (no labels needed, see
+:mod:`adaptive_retrieval.pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder;
+given the ``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again
+whenever it changes, and reports which model decided (``calibration``: ``index`` or ``prior``).
 
 Usage::
 
