@@ -40,12 +40,13 @@ def test_asked_terms_are_what_the_question_asks_without_names_and_framing() -> N
 def test_asked_coverage_tells_a_present_attribute_from_an_absent_one() -> None:
     present = "According to the judgment of Trenton, Springfield, Court, which law firm did K. Gonzalez belong to?"
     absent = "According to the judgment of Trenton, Springfield, Court, what is the favorite cuisine of K. Gonzalez?"
-    docs = [JUDGMENT, OTHER]
-    assert asked_coverage(docs, present, query_names(present)) > 0.6
-    # "cuisine" is in a returned passage, but not in one that names K. Gonzalez or the court.
-    assert asked_coverage(docs, absent, query_names(absent)) == 0.0
-    assert asked_coverage([OTHER], present, query_names(present)) == 0.0  # no passage holds a name
-    assert asked_coverage(docs, "K. Gonzalez?", ["K. Gonzalez"]) == 1.0  # nothing asked beyond the name
+    assert asked_coverage([JUDGMENT, OTHER], present, query_names(present)) > 0.6
+    assert asked_coverage([JUDGMENT], absent, query_names(absent)) == 0.0
+    # Best passage 2 of 4 (law, firm), the list 3 of 4 ("serves" nowhere): the mean.
+    both = "According to the judgment of Trenton, Springfield, Court, which law firm serves Italian cuisine?"
+    assert asked_coverage([JUDGMENT, OTHER], both, query_names(both)) == pytest.approx(0.5 * (2 + 3) / 4)
+    assert asked_coverage([], present, query_names(present)) == 0.0
+    assert asked_coverage([JUDGMENT], "K. Gonzalez?", ["K. Gonzalez"]) == 1.0  # nothing asked beyond the name
 
 
 def test_the_gate_does_not_pass_an_on_topic_document_that_lacks_the_asked_fact() -> None:
