@@ -15,7 +15,7 @@ Usage::
 
     neo4j_import.check()  # ImportError: ... Install the 'neo4j' extra: pip install 'adaptive-retrieval[neo4j]'
 
-``tests/test_dependencies.py`` reads these blocks: a module imported under ``install_hint("X")`` must be a
+``tests/packaging/test_dependencies.py`` reads these blocks: a module imported under ``install_hint("X")`` must be a
 dependency of the extra ``X``.
 """
 

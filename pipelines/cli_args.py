@@ -1,7 +1,7 @@
 """Argument types of the ``adaptive-retrieval`` command backed by :mod:`~adaptive_retrieval.pipelines.validation`,
 so that the command line refuses what every other entry point refuses, with the same message, as a usage error
 (exit 2). The validation module is imported when an option is parsed, not when the parser is built: ``--help``
-stays light (``tests/test_cli_help.py``).
+stays light (``tests/pipelines/test_cli_help.py``).
 
 Usage::
 

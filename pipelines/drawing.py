@@ -257,7 +257,7 @@ def draw_pipelines(
 
 #: Pipelines whose overview the README embeds.
 #: The documentation pages that carry pipeline diagrams, relative to the repository root, and the pipelines each
-#: one shows (``scripts/draw.py --readme`` rewrites them; ``tests/test_draw.py`` fails while one is stale).
+#: one shows (``scripts/draw.py --readme`` rewrites them; ``tests/pipelines/test_drawing.py`` fails while one is stale).
 DOC_DIAGRAMS: dict[str, tuple[str, ...]] = {"README.md": ("query",), "pipelines/README.md": ("query", "indexing")}
 #: Every pipeline some page draws.
 README_PIPELINES = ("query", "indexing")

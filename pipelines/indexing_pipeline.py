@@ -22,8 +22,6 @@ from adaptive_retrieval.components.indexing.entity_extractor import EntityExtrac
 from adaptive_retrieval.components.indexing.faults import fault_point
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
 from adaptive_retrieval.components.indexing.manifest import (
-    STATE_COMPLETE,
-    STATE_FAILED,
     complete_record,
     kept_record,
     looks_complete,
@@ -42,6 +40,7 @@ from adaptive_retrieval.components.indexing.section_splitter import SectionSplit
 from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
 from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard
 from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
+from adaptive_retrieval.components.manifest_records import STATE_COMPLETE, STATE_FAILED
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
@@ -95,6 +94,43 @@ def build_indexing_pipeline(
     store = store or make_store()
     graph_store = graph_store or make_graph_store(qdrant_path=getattr(store, "path", None))
     p = Pipeline()
+    _add_conversion(p, chunk_words)
+    p.add_component(
+        "sparse_embedder",
+        Bm25DocumentEmbedder(meta_fields_to_embed=["title", "section_path"], progress_bar=progress_bar),
+    )
+    p.add_component(
+        "dense_embedder",
+        OnnxDocumentEmbedder(
+            model=model,
+            precision=precision,
+            progress_bar=progress_bar,
+            meta_fields_to_embed=["title", "section_path"],
+            batch_size=EMBED_BATCH,
+        ),
+    )
+    p.add_component("section_tree", SectionTreeBuilder(model=model, precision=precision, batch_size=EMBED_BATCH))
+    p.add_component("writer", ReplacingDocumentWriter(document_store=store))
+    p.add_component("entity_extractor", EntityExtractor())
+    p.add_component("graph_writer", GraphWriter(graph_store=graph_store))
+    p.add_component("community_detector", CommunityDetector(graph_store=graph_store, model=model, precision=precision))
+    p.connect(f"{GUARD}.documents", "sparse_embedder.documents")
+    p.connect("sparse_embedder.documents", "dense_embedder.documents")
+    # The tree comes after the dense embedder: centroids, central chunks and segment cuts reuse the chunk vectors,
+    # and chunks and summary nodes reach the writer in one batch, so replacing a document by doc_id also replaces
+    # (or deletes) its stale summaries. Summaries skip the sparse embedder: the BM25 channel serves chunks only.
+    p.connect("dense_embedder.documents", "section_tree.documents")
+    p.connect("section_tree.documents", "writer.documents")
+    # The graph branch reads the chunks before embedding: Haystack copies inputs, and vectors are not needed.
+    p.connect(f"{GUARD}.documents", "entity_extractor.documents")
+    p.connect("entity_extractor.entities", "graph_writer.entities")
+    p.connect("graph_writer.chunks_changed", "community_detector.chunks_changed")
+    return p
+
+
+def _add_conversion(p: Pipeline, chunk_words: int) -> None:
+    """Files to limited chunks: route by type, convert (keeping structure), clean, split by sections and refuse a
+    source over the produced-size limits; ends at the ``GUARD`` component's ``documents``."""
     p.add_component(
         "file_router",
         FileTypeRouter(
@@ -119,25 +155,6 @@ def build_indexing_pipeline(
     )
     p.add_component("splitter", SectionSplitter(chunk_words=chunk_words))
     p.add_component(GUARD, SourceLimitGuard())  # refuses a source by what splitting produced, before embedding
-    p.add_component(
-        "sparse_embedder",
-        Bm25DocumentEmbedder(meta_fields_to_embed=["title", "section_path"], progress_bar=progress_bar),
-    )
-    p.add_component(
-        "dense_embedder",
-        OnnxDocumentEmbedder(
-            model=model,
-            precision=precision,
-            progress_bar=progress_bar,
-            meta_fields_to_embed=["title", "section_path"],
-            batch_size=EMBED_BATCH,
-        ),
-    )
-    p.add_component("section_tree", SectionTreeBuilder(model=model, precision=precision, batch_size=EMBED_BATCH))
-    p.add_component("writer", ReplacingDocumentWriter(document_store=store))
-    p.add_component("entity_extractor", EntityExtractor())
-    p.add_component("graph_writer", GraphWriter(graph_store=graph_store))
-    p.add_component("community_detector", CommunityDetector(graph_store=graph_store, model=model, precision=precision))
     p.connect("file_router.text/plain", "txt_converter.sources")
     p.connect("file_router.text/markdown", "md_converter.sources")
     p.connect("file_router.text/html", "html_converter.sources")
@@ -147,18 +164,6 @@ def build_indexing_pipeline(
     p.connect("joiner.documents", "cleaner.documents")
     p.connect("cleaner.documents", "splitter.documents")
     p.connect("splitter.documents", f"{GUARD}.documents")
-    p.connect(f"{GUARD}.documents", "sparse_embedder.documents")
-    p.connect("sparse_embedder.documents", "dense_embedder.documents")
-    # The tree comes after the dense embedder: centroids, central chunks and segment cuts reuse the chunk vectors,
-    # and chunks and summary nodes reach the writer in one batch, so replacing a document by doc_id also replaces
-    # (or deletes) its stale summaries. Summaries skip the sparse embedder: the BM25 channel serves chunks only.
-    p.connect("dense_embedder.documents", "section_tree.documents")
-    p.connect("section_tree.documents", "writer.documents")
-    # The graph branch reads the chunks before embedding: Haystack copies inputs, and vectors are not needed.
-    p.connect(f"{GUARD}.documents", "entity_extractor.documents")
-    p.connect("entity_extractor.entities", "graph_writer.entities")
-    p.connect("graph_writer.chunks_changed", "community_detector.chunks_changed")
-    return p
 
 
 def collect_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -3,17 +3,13 @@ which loops back to routing with a wider strategy when the evidence is weak."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 from haystack import Document, Pipeline
 from haystack.core.errors import ComponentError
 
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
-from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner, failure_socket
 from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
 from adaptive_retrieval.components.gating.quality_gate import QualityGate
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
@@ -146,6 +142,7 @@ def connect_channels(pipeline: Pipeline, channels: list[str], router: str = "rou
         for socket, output in ROUTER_INPUTS.items():
             pipeline.connect(f"{router}.{output}", f"{channel}.{socket}")
         pipeline.connect(f"{channel}.documents", f"{joiner}.{channel}")
+        pipeline.connect(f"{channel}.failure", f"{joiner}.{failure_socket(channel)}")
 
 
 def connect_query_entry(pipeline: Pipeline, entry: str = "loop") -> None:
@@ -184,35 +181,6 @@ class NoChannelAnsweredError(AdaptiveRetrievalError, ComponentError, RuntimeErro
         )
 
 
-class _ChannelFailures(logging.Handler):
-    """Collects this thread's "channel failed" warnings during one query, to name the reasons.
-
-    Channels fail softly (they log and send nothing); the log record is where the reason lives.
-    """
-
-    def __init__(self, channels: list[str]) -> None:
-        super().__init__(logging.WARNING)
-        self.channels, self.thread, self.reasons = channels, threading.get_ident(), {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.thread != self.thread or not record.args or not isinstance(record.args, tuple):
-            return
-        channel = record.args[0]
-        if channel in self.channels and channel not in self.reasons:
-            self.reasons[channel] = ": ".join(str(a) for a in record.args[1:]) or record.getMessage()
-
-
-@contextlib.contextmanager
-def _collect_channel_failures(channels: list[str]) -> Iterator[_ChannelFailures]:
-    handler = _ChannelFailures(channels)
-    log = logging.getLogger("adaptive_retrieval.components.retrieval")
-    log.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        log.removeHandler(handler)
-
-
 def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     """Run ``query`` and gather the documents with the routing, fusion and gate diagnostics and stage timings.
 
@@ -232,7 +200,7 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     """
     check_query(query)
     joiner = pipeline.get_component("joiner")
-    with stage_timings() as times, _collect_channel_failures(list(joiner.channels)) as failures:
+    with stage_timings() as times:
         # The gate's own outputs: its documents keep their vectors here (the answer component drops them for a
         # served YAML); the embedder's: the query vector, for a caller that asks for embeddings.
         outputs = {"router", "joiner", "gate", "query_embedder"}
@@ -246,7 +214,7 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     gate = {k: v for k, v in result.get("gate", {}).items() if k != "documents"} or None
     weighted = [c for c in joiner.channels if router["weights"].get(c, 0.0) > 0]
     failed = [c for c in weighted if c not in fusion["sizes"]]
-    reasons = {c: failures.reasons.get(c, "failed (see the log)") for c in failed}
+    reasons = {c: fusion.get("failures", {}).get(c, "failed (see the log)") for c in failed}
     if failed and (len(failed) == len(weighted) or not documents):
         # All failed, or some failed and nothing came back: "no match" would hide the failure.
         raise NoChannelAnsweredError(reasons)
@@ -260,7 +228,7 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         "strategy": {k: router[k] for k in ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")},
         "structural": router.get("structural"),
         "routing": router["routing"],
-        "fusion": {**fusion, "failed": failed, "failed_reasons": reasons},
+        "fusion": {**{k: v for k, v in fusion.items() if k != "failures"}, "failed": failed, "failed_reasons": reasons},
         "timings_ms": {**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
         "query_embedding": as_float_list(result.get("query_embedder", {}).get("vector")),
     }

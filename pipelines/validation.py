@@ -18,16 +18,23 @@ Usage::
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from pydantic import Field
 
-# The one query-length limit: the query-side components' defaults use it too.
-from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
+# The one query check and length limit: the query-side components use them too.
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_SOURCE_CHARS", "MAX_TOP_K", "IncludeEmbeddings", "QueryText", "TopK"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_SOURCE_CHARS",
+    "MAX_TOP_K",
+    "IncludeEmbeddings",
+    "QueryText",
+    "TopK",
+    "check_query",
+]
 #: Most documents a query may ask for (``top_k``).
 MAX_TOP_K = 200
 #: Longest source name ``DELETE /sources`` and ``adaptive-retrieval delete`` accept (the usual PATH_MAX).
@@ -43,39 +50,6 @@ TopK = Annotated[
 IncludeEmbeddings = Annotated[
     bool, Field(strict=True, description="Also return the query's vector and each document's (default: false)")
 ]
-
-
-def _is_text(char: str) -> bool:
-    # Letters, marks, digits, punctuation and symbols; not separators (Z*) nor control, format, surrogate,
-    # private-use or unassigned code points (C*).
-    return unicodedata.category(char)[0] not in "CZ"
-
-
-def check_query(query: Any) -> str:
-    """``query`` when it is a usable query text.
-
-    :raises TypeError: when it is not a string.
-    :raises ValueError: when it is longer than :data:`MAX_QUERY_CHARS`, not valid Unicode (a lone surrogate), or
-        holds nothing but whitespace and control or format characters.
-    """
-    if not isinstance(query, str):
-        msg = f"The query must be a string, got {type(query).__name__}"
-        raise TypeError(msg)
-    if len(query) > MAX_QUERY_CHARS:
-        msg = f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
-        raise ValueError(msg)
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as err:
-        msg = f"The query is not valid Unicode text ({err.reason} at character {err.start})"
-        raise ValueError(msg) from err
-    if not any(_is_text(char) for char in query):
-        msg = (
-            "The query is empty: it holds no letter, digit or symbol, only whitespace or control characters; "
-            "pass a question or keywords"
-        )
-        raise ValueError(msg)
-    return query
 
 
 def check_top_k(top_k: Any, name: str = "top_k") -> int | None:

@@ -25,7 +25,7 @@ from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 from evaluation.corpus import write_pydoc_topics
 
 #: One query per intent, keyed by the intent the router is expected to pick on the Python reference index
-#: (tests/test_router.py checks that it does).
+#: (tests/components/routing/test_intent_router.py checks that it does).
 DEMO_QUERIES: dict[str, str] = {
     "factual": "What happens when a break statement runs inside a loop with an else clause?",
     "keyword": "__aenter__ __aexit__",

@@ -8,7 +8,7 @@ The first form is ``adaptive-retrieval draw`` with every format and both the ove
 diagram by default. The renderer (mermaid-cli with Debian's chromium) is installed by ``scripts/setup``; nothing is
 fetched from the network. ``--readme`` needs no renderer: it replaces the ```mermaid block between each pipeline's
 marker comments in every page of ``DOC_DIAGRAMS`` (README.md, pipelines/README.md), or in the pages given
-(``tests/test_draw.py`` fails while a page's copy differs from the code's).
+(``tests/pipelines/test_drawing.py`` fails while a page's copy differs from the code's).
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ class WeightedRRFJoiner:
     Unlike Haystack's ``DocumentJoiner`` (weights fixed at init, applied in input arrival order), the weights come
     with each query (from ``IntentRouter``) and each list arrives on its own named input, one per channel. A
     channel that sends nothing (``None``: not run or failed) is skipped and the remaining weights are
-    renormalised to sum to one. Every fused document records ``meta["channels"] = {channel: rank}`` and
+    renormalised to sum to one; a channel that failed also sends why on its ``<channel>_failure`` socket, and the
+    joiner reports it in ``fusion["failures"]`` (so a caller learns it from the result, not from a log). Every
+    fused document records ``meta["channels"] = {channel: rank}`` and
     ``meta["channel_scores"]``; ``score`` is scaled by ``k + 1`` so that a document ranked first by every
     channel scores 1.0.
 
@@ -40,7 +42,7 @@ class WeightedRRFJoiner:
         if len(set(self.channels)) != len(self.channels) or not self.channels:
             msg = f"channels must be distinct, non-empty names; got {self.channels}"
             raise ValueError(msg)
-        reserved = {"weights", "top_k"} & set(self.channels)
+        reserved = ({"weights", "top_k"} | {failure_socket(c) for c in self.channels}) & set(self.channels)
         if reserved:
             msg = f"channel names {sorted(reserved)} clash with the joiner's own inputs"
             raise ValueError(msg)
@@ -51,6 +53,7 @@ class WeightedRRFJoiner:
         self.top_k = top_k
         for channel in self.channels:
             component.set_input_type(self, channel, list[Document] | None, default=None)
+            component.set_input_type(self, failure_socket(channel), str | None, default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters (the channel sockets are rebuilt from ``channels``)."""
@@ -87,8 +90,11 @@ class WeightedRRFJoiner:
         :param weights: per-channel weights for this query (missing channels weigh 0; ``None``: equal weights).
         :param top_k: cap on the fused list for this query.
         :returns: ``documents`` sorted by fused score and ``fusion`` diagnostics (weights used, list sizes,
-            skipped channels).
+            skipped channels, and ``failures``: why each failed channel failed, from its ``<channel>_failure``).
         """
+        failures = {
+            c: channel_lists.pop(failure_socket(c)) for c in self.channels if failure_socket(c) in channel_lists
+        }
         unknown = set(channel_lists) - set(self.channels)
         if unknown:
             msg = f"Unknown channel inputs {sorted(unknown)}; this joiner has {self.channels}"
@@ -122,5 +128,11 @@ class WeightedRRFJoiner:
             "weights": used,
             "sizes": {c: len(channel_lists[c]) for c in present},
             "skipped": [c for c in self.channels if c not in used],
+            "failures": {c: reason for c, reason in failures.items() if reason is not None},
         }
         return {"documents": documents, "fusion": diagnostics}
+
+
+def failure_socket(channel: str) -> str:
+    """The joiner's input that receives why ``channel`` failed (the channel's ``failure`` output)."""
+    return f"{channel}_failure"

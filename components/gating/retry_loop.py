@@ -21,6 +21,8 @@ from typing import Any
 
 from haystack import component
 
+from adaptive_retrieval.components.limits import check_query
+
 
 @component
 class RetryLoop:
@@ -34,9 +36,7 @@ class RetryLoop:
         :param retry: ``{"attempt": n, "previous": {...}}`` from the quality gate, absent on the first pass.
         :raises ValueError: for an empty query or a malformed retry message.
         """
-        if not isinstance(query, str) or not query.strip():
-            msg = "The query is empty: pass a non-empty question or keywords."
-            raise ValueError(msg)
+        check_query(query)
         if retry is None:
             return {"query": query, "attempt": 0, "previous": None}
         attempt = retry.get("attempt")

@@ -35,21 +35,18 @@ from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components.ids import chunk_id, stable_id
+from adaptive_retrieval.components.manifest_records import (
+    COUNT_FIELDS,
+    MANIFEST_FILTER,
+    MANIFEST_KIND,
+    MANIFEST_LEVEL,
+    STATE_COMPLETE,
+    STATE_DELETING,
+    STATE_INDEXING,
+    STATE_KEPT,
+)
 
 logger = logging.getLogger(__name__)
-
-MANIFEST_LEVEL = -1
-MANIFEST_KIND = "manifest"
-STATE_INDEXING = "indexing"
-STATE_COMPLETE = "complete"
-STATE_FAILED = "failed"
-STATE_DELETING = "deleting"
-#: Shown by ``index_stats`` (never stored): a complete record whose file's new content was refused.
-STATE_KEPT = "kept"
-#: Filter selecting the manifest records.
-MANIFEST_FILTER = {"field": "meta.level", "operator": "==", "value": MANIFEST_LEVEL}
-#: Count fields a record carries, in ``stats`` order.
-COUNT_FIELDS = ("chunks", "summaries", "graph_chunks")
 
 
 def manifest_id(source: str) -> str:

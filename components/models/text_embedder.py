@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from haystack import component
 
-from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import query_vector
@@ -93,12 +93,7 @@ class OnnxTextEmbedder:
         if not isinstance(text, str):
             msg = "OnnxTextEmbedder expects a string; use OnnxDocumentEmbedder for documents."
             raise TypeError(msg)
-        if not text.strip():
-            msg = "The query is empty: pass a non-empty question or keywords."
-            raise ValueError(msg)
-        if len(text) > self.max_chars:
-            msg = f"The query has {len(text)} characters, more than max_chars={self.max_chars}."
-            raise ValueError(msg)
+        check_query(text, self.max_chars)
         self.warm_up()
         assert self._encoder is not None
         full = self.prefix + text

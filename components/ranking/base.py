@@ -14,6 +14,8 @@ from dataclasses import replace
 import numpy as np
 from haystack import Document
 
+from adaptive_retrieval.components.limits import check_query
+
 logger = logging.getLogger(__name__)
 
 
@@ -77,9 +79,7 @@ class RerankerBase:
             raise ValueError(msg)
         if rerank is False or not documents:
             return {"documents": list(documents[:k] if k is not None else documents)}
-        if not isinstance(query, str) or not query.strip():
-            msg = "The query is empty: the reranker needs the question to score documents against."
-            raise ValueError(msg)
+        check_query(query)  # the reranker needs the question to score documents against
         start = time.perf_counter()
         tail = list(documents[head:]) if head is not None else []
         documents = list(documents[:head]) if head is not None else documents

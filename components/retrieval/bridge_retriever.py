@@ -33,7 +33,7 @@ from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.gating.signals import query_names
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
@@ -120,7 +120,7 @@ class BridgeRetriever:
         """Deserialise, keeping the store's class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
-    @component.output_types(documents=list[Document] | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query: str,
@@ -128,7 +128,7 @@ class BridgeRetriever:
         lexical: list[Document] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """Chunks found by the question with each top hit's names; ``[]`` when the channel has no weight or no
         hit names anything new, ``None`` when the store failed."""
         if not channel_enabled(self.channel, weights):
@@ -136,14 +136,15 @@ class BridgeRetriever:
         if not lexical:
             # The sparse channel has no weight for this query: its top hits are still the lexical first hop.
             sparse = self._embedder.run(text=query)["sparse_embedding"]
-            lexical = search_or_none(
+            first_hop = search_or_failure(
                 self.channel,
                 lambda: self._search.search_sparse(
                     sparse, top_k=self.seed_hits, filters=self.filters, return_embedding=False
                 ),
             )
-            if lexical is None:
-                return {"documents": None}
+            if first_hop["documents"] is None:
+                return first_hop
+            lexical = first_hop["documents"]
         expansions = []
         for hit in first_hits([nearest or [], lexical], self.seed_hits, self.rrf_k):
             names = bridge_names(hit.content or "", query, self.max_names)
@@ -163,4 +164,4 @@ class BridgeRetriever:
                 lists.append(found)
             return first_hits(lists, top_k or self.top_k, self.rrf_k)
 
-        return {"documents": search_or_none(self.channel, search)}
+        return search_or_failure(self.channel, search)

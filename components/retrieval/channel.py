@@ -1,4 +1,5 @@
-"""What every retrieval channel shares: the skip rule for per-query channel weights, failing softly, and
+"""What every retrieval channel shares: the skip rule for per-query channel weights, failing softly (the reason
+sent on as data), and
 documents that are cheap to pass down the pipeline. The contract a channel component follows, and the registry of
 channels, are in :mod:`adaptive_retrieval.components.retrieval.channels`."""
 
@@ -54,17 +55,19 @@ def channel_documents(documents: list[Document]) -> list[Document]:
     return out
 
 
-def search_or_none(channel: str, search: Callable[[], list[Document]]) -> list[Document] | None:
-    """Run a channel's search; when the store fails (server down, timeout, closed client) log it and return
-    ``None``, which the joiner skips (renormalising the other weights) so one channel never fails the query.
+def search_or_failure(channel: str, search: Callable[[], list[Document]]) -> dict[str, Any]:
+    """Run a channel's search: ``{"documents": [...]}``, or when the store fails (server down, timeout, closed
+    client) ``{"documents": None, "failure": "<error type>: <message>"}``. The joiner skips a ``None`` list
+    (renormalising the other weights, so one channel never fails the query) and reports the failure it receives on
+    the channel's ``<channel>_failure`` socket in its ``fusion`` output: the reason travels as data, and is logged.
 
     ``ValueError`` and ``TypeError`` still raise: they mean a wrong call or configuration (e.g. an embedding
     dimension the collection does not hold), which retrying or skipping would only hide.
     """
     try:
-        return channel_documents(search())
+        return {"documents": channel_documents(search())}
     except (ValueError, TypeError):
         raise
     except Exception as err:
         logger.warning("Channel '%s' failed and is skipped for this query: %s: %s", channel, type(err).__name__, err)
-        return None
+        return {"documents": None, "failure": f"{type(err).__name__}: {err}"}

@@ -13,8 +13,9 @@ channel against :class:`RetrievalChannel`.
   ``top_k: int | None = None`` (the router's ``fetch_k``), plus the sockets its :class:`ChannelSpec` lists in
   ``inputs``; a ``query`` or ``text`` socket gets the query text from the pipeline's entry;
 - it returns ``documents: list[Document] | None``: ``[]`` when the router gave it no weight
-  (:func:`~adaptive_retrieval.components.retrieval.channel.channel_enabled`) and ``None`` when its store failed
-  (:func:`~adaptive_retrieval.components.retrieval.channel.search_or_none`), which the joiner skips.
+  (:func:`~adaptive_retrieval.components.retrieval.channel.channel_enabled`) and ``None`` when its store failed,
+  which the joiner skips, with ``failure: str | None`` saying why
+  (:func:`~adaptive_retrieval.components.retrieval.channel.search_or_failure`), which the joiner reports.
 
 Usage::
 
@@ -226,6 +227,8 @@ def check_channel_sockets(
         problems.append(f"mandatory input(s) {unfed} that the registration does not feed")
     if outputs.get("documents", {}).get("type") != list[Document] | None:
         problems.append("must output documents: list[Document] | None")
+    if outputs.get("failure", {}).get("type") != str | None:
+        problems.append("must output failure: str | None")
     if problems:
         msg = f"Channel '{name}' ({spec.component.__name__}) " + "; ".join(problems)
         raise TypeError(msg)

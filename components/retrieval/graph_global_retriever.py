@@ -24,7 +24,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
 from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
@@ -156,13 +156,13 @@ class GraphGlobalRetriever:
                     documents.append(column[position][1])
         return documents[:top_k]
 
-    @component.output_types(documents=list[Document] | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query_embedding: QueryEmbedding,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """Central chunks of the communities closest to the query; none when the router disabled the channel.
 
         A failing store is logged and gives ``documents=None`` (the joiner skips the channel).
@@ -176,4 +176,4 @@ class GraphGlobalRetriever:
             return {"documents": []}
         query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
-        return {"documents": search_or_none(self.channel, lambda: self.retrieve(query_embedding, top_k))}
+        return search_or_failure(self.channel, lambda: self.retrieve(query_embedding, top_k))

@@ -39,7 +39,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
 from adaptive_retrieval.components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
@@ -273,7 +273,7 @@ class GraphLocalRetriever:
             },
         )
 
-    @component.output_types(documents=list[Document] | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query: str = "",
@@ -281,7 +281,7 @@ class GraphLocalRetriever:
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
         nearest: list[Document] | None = None,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """Chunks ranked by the graph (with embeddings); none when the router disabled this channel.
 
         A failing store (a Neo4j or Qdrant server that is down) is logged and gives ``documents=None``, which
@@ -308,4 +308,4 @@ class GraphLocalRetriever:
         def search() -> list[Document]:
             return self.retrieve(query, query_embedding, top_k, nearest)
 
-        return {"documents": search_or_none(self.channel, search)}
+        return search_or_failure(self.channel, search)

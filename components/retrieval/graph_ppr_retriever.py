@@ -47,7 +47,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
 from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
 from adaptive_retrieval.components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
@@ -313,7 +313,7 @@ class GraphPPRRetriever:
             lambda _chunk_id, mass: {"graph_ppr": round(mass, 6)},
         )
 
-    @component.output_types(documents=list[Document] | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query: str = "",
@@ -322,7 +322,7 @@ class GraphPPRRetriever:
         weights: dict[str, float] | None = None,
         nearest: list[Document] | None = None,
         lexical: list[Document] | None = None,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """Chunks ranked by the walk (with embeddings); none when the router disabled this channel.
 
         :param query: the query text (its entity names seed the walk).
@@ -345,4 +345,4 @@ class GraphPPRRetriever:
         def search() -> list[Document]:
             return self.retrieve(query, query_embedding, top_k, nearest, lexical)
 
-        return {"documents": search_or_none(self.channel, search)}
+        return search_or_failure(self.channel, search)

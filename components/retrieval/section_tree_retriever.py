@@ -39,7 +39,7 @@ from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.structural_match import (
     CONTENT_KINDS,
     OUTLINE_KINDS,
@@ -232,7 +232,7 @@ class SectionTreeRetriever:
         }
         return found, diagnostics
 
-    @component.output_types(documents=list[Document] | None, tree=dict[str, Any])
+    @component.output_types(documents=list[Document] | None, failure=str | None, tree=dict[str, Any])
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -294,6 +294,6 @@ class SectionTreeRetriever:
                     ranked.append(replace(doc, score=score, meta={**doc.meta, "section_tree": tree}))
             return ranked[:top_k]
 
-        documents = search_or_none(self.channel, search)
-        diagnostics["returned"] = None if documents is None else len(documents)
-        return {"documents": documents, "tree": diagnostics}
+        found = search_or_failure(self.channel, search)
+        diagnostics["returned"] = None if found["documents"] is None else len(found["documents"])
+        return {**found, "tree": diagnostics}

@@ -22,7 +22,7 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_none
+from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 
@@ -62,7 +62,7 @@ class _VectorChannel:
         top_k: int | None,
         weights: dict[str, float] | None,
         empty: bool = False,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """``documents``: ``[]`` when the router gave the channel no weight or the query is ``empty`` (nothing to
         search for), ``None`` when the store failed, else the top ``top_k`` hits."""
         if empty or not channel_enabled(self.channel, weights):
@@ -78,7 +78,7 @@ class _VectorChannel:
                 score_threshold=self.score_threshold,
             )
 
-        return {"documents": search_or_none(self.channel, run_search)}
+        return search_or_failure(self.channel, run_search)
 
 
 @component
@@ -92,14 +92,14 @@ class DenseRetriever(_VectorChannel):
 
     channel = "dense"
 
-    @component.output_types(documents=list[Document] | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query_embedding: QueryEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """Top ``top_k`` documents by similarity; nothing when the router gave this channel no weight.
 
         A failing store is logged and gives ``documents=None``, which the joiner skips.
@@ -120,14 +120,14 @@ class SparseRetriever(_VectorChannel):
 
     channel = "sparse"
 
-    @component.output_types(documents=list[Document] | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query_sparse_embedding: SparseEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-    ) -> dict[str, list[Document] | None]:
+    ) -> dict[str, Any]:
         """Top ``top_k`` documents by BM25; nothing when the query has no indexable term or the channel is off."""
         empty = not query_sparse_embedding.indices
         return self._run(self._search.search_sparse, query_sparse_embedding, filters, top_k, weights, empty)

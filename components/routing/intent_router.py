@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from haystack import component
 
-from adaptive_retrieval.components.limits import MAX_QUERY_CHARS
+from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
 from adaptive_retrieval.components.models.embedding_cache import cached_encode
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
@@ -193,12 +193,7 @@ class IntentRouter:
             quality gate can skip a retry that would change nothing.
         :raises ValueError: for an empty or too long query, or a query embedding of the wrong dimension.
         """
-        if not isinstance(query, str) or not query.strip():
-            msg = "The query is empty: pass a non-empty question or keywords."
-            raise ValueError(msg)
-        if len(query) > self.max_query_chars:
-            msg = f"The query has {len(query)} characters, more than max_query_chars={self.max_query_chars}."
-            raise ValueError(msg)
+        check_query(query, self.max_query_chars)
         start = time.perf_counter()
         classifier = self.classify(query_embedding)
         rules = apply_rules(query, self.rule_strengths)

@@ -22,6 +22,13 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
+from adaptive_retrieval.components.manifest_records import (
+    MANIFEST_FILTER,
+    STATE_COMPLETE,
+    STATE_DELETING,
+    STATE_INDEXING,
+)
+
 #: Largest distance from 1 of a stored vector's norm under cosine similarity (Edge stores them normalised).
 NORM_TOLERANCE = 1e-3
 
@@ -33,15 +40,8 @@ def missing_segments(shard_folder: Path) -> bool:
 
 def ledger_problem(store: Any) -> str | None:
     """What is missing when the chunks and summaries stored are fewer than the ``complete`` manifest records count
-    (see :mod:`adaptive_retrieval.components.indexing.manifest`), or ``None``. A run a crash left unfinished
+    (see :mod:`adaptive_retrieval.components.manifest_records`), or ``None``. A run a crash left unfinished
     (records ``indexing``/``deleting``) is for the next indexing run to repair, so it is not judged here."""
-    from adaptive_retrieval.components.indexing.manifest import (
-        MANIFEST_FILTER,
-        STATE_COMPLETE,
-        STATE_DELETING,
-        STATE_INDEXING,
-    )
-
     records = [d.meta for d in store.filter_documents(filters=MANIFEST_FILTER)]
     if not records or any(r.get("state") in (STATE_INDEXING, STATE_DELETING) for r in records):
         return None

@@ -17,8 +17,8 @@ from haystack.dataclasses import SparseEmbedding
 
 # qdrant-haystack's point layout, as its converters module writes it (vector names, and the UUID-5 namespace of
 # ``convert_id``). Written out rather than imported: that module imports all of qdrant_client, whose models take
-# 0.6 s to import, a third of a one-shot CLI query on the embedded store. tests/test_edge_document_store.py checks
-# these values against qdrant-haystack's own.
+# 0.6 s to import, a third of a one-shot CLI query on the embedded store.
+# tests/components/stores/test_edge_document_store.py checks these values against qdrant-haystack's own.
 DENSE_VECTORS_NAME = "text-dense"
 SPARSE_VECTORS_NAME = "text-sparse"
 POINT_ID_NAMESPACE = uuid.UUID("3896d314-1e95-4a3a-b45a-945f9f0b541d")

@@ -27,7 +27,8 @@ from hayhooks import BasePipelineWrapper
 from haystack.core.errors import PipelineRuntimeError
 from starlette.datastructures import Headers
 
-from adaptive_retrieval.components.indexing.manifest import STATE_COMPLETE, read_manifests
+from adaptive_retrieval.components.indexing.manifest import read_manifests
+from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits

@@ -7,7 +7,7 @@ sends may write, delete, run code or read answers (``tests/browser.py``).
 - ``HAYHOOKS_DURABLE_MODE=true HAYHOOKS_CORS_ALLOW_ORIGINS='[]' hayhooks run --pipelines-dir pipelines``: the same
   (the wrappers check ``Origin`` and ``Host`` themselves: Hayhooks hands them the request headers).
 - ``hayhooks run --pipelines-dir pipelines`` with no settings refuses to start (``test_plain_hayhooks_safety.py``).
-- The development recipe (``hayhooks run`` + ``deploy-yaml``) is in ``tests/test_plain_haystack_yaml.py``.
+- The development recipe (``hayhooks run`` + ``deploy-yaml``) is in ``tests/pipelines/test_plain_haystack_yaml.py``.
 
 Skipped with the reason when chromium, node or ``node_modules/puppeteer`` is missing (``scripts/setup``).
 """

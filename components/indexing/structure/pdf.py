@@ -223,71 +223,98 @@ def _plausible(previous: tuple[int, ...] | None, key: tuple[int, ...]) -> bool:
     return key[0] - previous[0] <= 2 or key[0] >= 100
 
 
-def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | str]]:
-    """Title and reading-order items from the lines' styles and numbering."""
-    sizes: Counter[float] = Counter()
-    for line in lines:
-        sizes[line.size] += len(line.text)
-    body = sizes.most_common(1)[0][0] if sizes else 0.0
-    pages_of: dict[str, set[int]] = {}
-    for line in lines:
-        pages_of.setdefault(_norm(line.text), set()).add(line.page)
-    n_pages = len({line.page for line in lines})
+@dataclass
+class _Layout:
+    """What a PDF's lines say about its typography: the body size and where each text repeats (running heads)."""
 
-    # Title: the largest text near the top of the first page.
-    title_rows: set[int] = set()
-    first = [i for i, line in enumerate(lines[:40]) if line.page == lines[0].page] if lines else []
-    first = [i for i in first if _letters(lines[i].text) >= 0.6 * len(lines[i].text.replace(" ", ""))]
-    if first:
-        biggest = max(lines[i].size for i in first)
-        if biggest >= body * 1.3:
-            rows = [i for i in first if lines[i].size == biggest]
-            run = [rows[0]]
-            for i in rows[1:]:
-                if i == run[-1] + 1:
-                    run.append(i)
-            title_rows = set(run)
-    title = " ".join(lines[i].text for i in sorted(title_rows)) or None
+    body: float
+    pages_of: dict[str, set[int]]
+    n_pages: int
 
-    def styled(line: Line) -> bool:
-        # Larger, bold, or set in capitals (small-caps headings extract as upper case at or below body size).
+    @classmethod
+    def of(cls, lines: list[Line]) -> _Layout:
+        sizes: Counter[float] = Counter()
+        pages_of: dict[str, set[int]] = {}
+        for line in lines:
+            sizes[line.size] += len(line.text)
+            pages_of.setdefault(_norm(line.text), set()).add(line.page)
+        body = sizes.most_common(1)[0][0] if sizes else 0.0
+        return cls(body, pages_of, len({line.page for line in lines}))
+
+    def styled(self, line: Line) -> bool:
+        """Larger, bold, or set in capitals (small-caps headings extract as upper case at or below body size)."""
         letters = [ch for ch in line.text if ch.isalpha()]
         caps = len(letters) >= 4 and all(ch.isupper() for ch in letters)
-        return line.size >= body * 1.15 or (line.size >= body * 0.85 and (line.bold >= 0.8 or caps))
+        return line.size >= self.body * 1.15 or (line.size >= self.body * 0.85 and (line.bold >= 0.8 or caps))
 
-    def shape_ok(text: str) -> bool:
-        words = text.split()
-        letters = sum(ch.isalpha() for ch in text)
-        return (
-            1 <= len(words) <= 14
-            and len(text) <= 120
-            and letters >= 3
-            and letters >= 0.5 * len(text.replace(" ", ""))
-            and not text.rstrip().endswith((",", ";", ":"))
-            and not (text.rstrip().endswith(".") and not re.fullmatch(r"[\dA-Z.]+\.", text.split()[0]))
-            and (text[0].isupper() or text[0].isdigit())
-            # a run-in heading starts a paragraph ("Setup. We train..."): that line is text, not a heading
-            and not re.search(r"(?<=[a-z)\]])(?<!\bvs)(?<!\bal)(?<!\bcf)\.\s+[A-Z]", text)
-        )
+    def repeated(self, line: Line) -> bool:
+        """A running head or footer (a numbered heading is never repeated: "5 RoBERTa" is not the name in a table)."""
+        return self.n_pages >= 4 and len(self.pages_of.get(_norm(line.text), ())) >= max(3, self.n_pages // 3)
 
-    def repeated(line: Line) -> bool:
-        # running heads and footers (a numbered heading is never repeated: "5 RoBERTa" is not the name in a table)
-        return n_pages >= 4 and len(pages_of.get(_norm(line.text), ())) >= max(3, n_pages // 3)
 
-    any_styled = any(styled(line) for line in lines)
-    known_names = {_norm(k) for k in KNOWN_HEADINGS}
-    candidates = [
-        i for i, line in enumerate(lines) if i not in title_rows and shape_ok(line.text) and not repeated(line)
-    ]
-    # Pass 1: numbered headings set apart by style (or any numbered line when nothing is styled), in order.
+def _heading_shape(text: str) -> bool:
+    """Whether a line is shaped like a heading: short, mostly letters, capitalised, not ending a clause."""
+    words = text.split()
+    letters = sum(ch.isalpha() for ch in text)
+    return (
+        1 <= len(words) <= 14
+        and len(text) <= 120
+        and letters >= 3
+        and letters >= 0.5 * len(text.replace(" ", ""))
+        and not text.rstrip().endswith((",", ";", ":"))
+        and not (text.rstrip().endswith(".") and not re.fullmatch(r"[\dA-Z.]+\.", text.split()[0]))
+        and (text[0].isupper() or text[0].isdigit())
+        # a run-in heading starts a paragraph ("Setup. We train..."): that line is text, not a heading
+        and not re.search(r"(?<=[a-z)\]])(?<!\bvs)(?<!\bal)(?<!\bcf)\.\s+[A-Z]", text)
+    )
+
+
+def _title_rows(lines: list[Line], body: float) -> set[int]:
+    """The rows of the title: the largest text near the top of the first page, one consecutive run."""
+    first = [i for i, line in enumerate(lines[:40]) if line.page == lines[0].page] if lines else []
+    first = [i for i in first if _letters(lines[i].text) >= 0.6 * len(lines[i].text.replace(" ", ""))]
+    if not first:
+        return set()
+    biggest = max(lines[i].size for i in first)
+    if biggest < body * 1.3:
+        return set()
+    rows = [i for i in first if lines[i].size == biggest]
+    run = [rows[0]]
+    for i in rows[1:]:
+        if i == run[-1] + 1:
+            run.append(i)
+    return set(run)
+
+
+def _numbered_headings(lines: list[Line], candidates: list[int], layout: _Layout) -> dict[int, int]:
+    """Pass 1: numbered headings set apart by style (or any numbered line when nothing is styled), numbers in a
+    plausible order; ``{row: level}``."""
+    any_styled = any(layout.styled(line) for line in lines)
     numbered: dict[int, int] = {}
     previous: tuple[int, ...] | None = None
     for i in candidates:
         number = heading_number(lines[i].text)
-        if number and (styled(lines[i]) or not any_styled) and not re.fullmatch(r"[\d.\s]+[A-Za-z]?", lines[i].text):
+        plain_number = re.fullmatch(r"[\d.\s]+[A-Za-z]?", lines[i].text)
+        if number and (layout.styled(lines[i]) or not any_styled) and not plain_number:
             key = _number_key(number[0])
             if _plausible(previous, key):
                 numbered[i], previous = number[1], key
+    return numbered
+
+
+def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | str]]:
+    """Title and reading-order items from the lines' styles and numbering."""
+    layout = _Layout.of(lines)
+    body = layout.body
+    title_rows = _title_rows(lines, body)
+    title = " ".join(lines[i].text for i in sorted(title_rows)) or None
+    known_names = {_norm(k) for k in KNOWN_HEADINGS}
+    candidates = [
+        i
+        for i, line in enumerate(lines)
+        if i not in title_rows and _heading_shape(line.text) and not layout.repeated(line)
+    ]
+    numbered = _numbered_headings(lines, candidates, layout)
     heading_styles: dict[tuple[float, bool], int] = {}
     for i, level in numbered.items():
         heading_styles.setdefault((lines[i].size, lines[i].bold >= 0.8), level)
@@ -304,7 +331,7 @@ def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | 
         known = _norm(line.text) in known_names
         if i in numbered:
             level = numbered[i]
-        elif known and (styled(line) or line.size >= body):
+        elif known and (layout.styled(line) or line.size >= body):
             level = 1
         elif len(numbered) < 3 and heading_number(line.text) is None and line.size >= body * 1.15:
             level = heading_styles.get(style, 1)
@@ -314,14 +341,13 @@ def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | 
         # A heading wrapped over two lines: same style, the second unnumbered and short.
         if end < len(lines) and lines[end].page == line.page and not known and end not in numbered:
             nxt = lines[end]
-            same = (nxt.size, nxt.bold >= 0.8) == style and styled(nxt) and shape_ok(nxt.text)
+            same = (nxt.size, nxt.bold >= 0.8) == style and layout.styled(nxt) and _heading_shape(nxt.text)
             if same and heading_number(nxt.text) is None and _norm(nxt.text) not in known_names:
                 text, end = f"{text} {nxt.text}", end + 1
         heads[i] = (level, text)
         starts[i] = end
         taken.update(range(i, end))
-    items = _items(lines, heads, starts)
-    return title, items
+    return title, _items(lines, heads, starts)
 
 
 def parse_pdf(source: str | Path | bytes) -> Parsed:

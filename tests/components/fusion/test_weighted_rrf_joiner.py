@@ -69,3 +69,18 @@ def test_serialisation_round_trip_keeps_channel_sockets() -> None:
     clone = WeightedRRFJoiner.from_dict(joiner.to_dict())
     assert clone.channels == ["dense", "section"] and clone.k == 10
     assert set(clone.__haystack_input__._sockets_dict) >= {"dense", "section", "weights", "top_k"}
+
+
+def test_a_failed_channel_is_reported_as_data() -> None:
+    """A channel that failed sends ``documents=None`` and its reason on ``<channel>_failure``: the joiner skips
+    the list and reports the reason in ``fusion["failures"]`` (no log handler needed to learn it)."""
+    joiner = WeightedRRFJoiner(channels=["dense", "sparse"])
+    out = joiner.run(
+        dense=[Document(id="a", content="a")],
+        sparse=None,
+        sparse_failure="ConnectionError: the store is down",
+        weights={"dense": 0.5, "sparse": 0.5},
+    )
+    assert [d.id for d in out["documents"]] == ["a"]
+    assert out["fusion"]["failures"] == {"sparse": "ConnectionError: the store is down"}
+    assert out["fusion"]["weights"] == {"dense": 1.0}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter, _quiet
-from tests.test_structure import PAGES, _pdf
+from tests.components.indexing.test_structured_converter import PAGES, _pdf
 
 CONVERTER_LOGGER = "adaptive_retrieval.components.indexing.structured_converter"
 ROBERTA = Path("/work/shared/data/aragog/papers/roberta.pdf")

@@ -28,7 +28,7 @@ from adaptive_retrieval.pipelines.drawing import (
 )
 from adaptive_retrieval.pipelines.mermaid import diagram_counts, pipeline_to_mermaid
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -18,21 +18,19 @@ import pytest
 
 from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing.manifest import (
-    MANIFEST_LEVEL,
-    STATE_COMPLETE,
-    STATE_INDEXING,
     index_stats,
     manifest_document,
     read_manifests,
     reconcile,
     write_manifests,
 )
+from adaptive_retrieval.components.manifest_records import MANIFEST_LEVEL, STATE_COMPLETE, STATE_INDEXING
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities
 from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOPICS = {"try.md": "try", "with.txt": "with", "lambda.md": "lambda"}
 
 

@@ -12,7 +12,7 @@ from script_modules import load_script
 from adaptive_retrieval.components.routing.profiles import DEFAULT_PROFILES, validate_profiles
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CORPUS = {
     "Mount Etna": ["Mount Etna is an active stratovolcano on the east coast of Sicily."],

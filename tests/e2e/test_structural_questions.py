@@ -15,7 +15,7 @@ from adaptive_retrieval.components.selection.structural_first import StructuralF
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, index_paths
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
 from adaptive_retrieval.pipelines.store_config import make_store
-from tests.test_structure import BODY, _pdf
+from tests.components.indexing.test_structured_converter import BODY, _pdf
 
 
 def test_router_reads_numbers_names_and_positions() -> None:

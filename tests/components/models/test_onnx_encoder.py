@@ -69,7 +69,7 @@ def test_text_embedder_errors(model_dir: Path) -> None:
     long_query = "word " * 700  # 3,500 characters: within MAX_QUERY_CHARS, past the model's 256-token window
     out = embedder.run(long_query)
     assert out["meta"]["truncated"] is True and len(out["embedding"]) == 384
-    with pytest.raises(ValueError, match="max_chars=4000"):
+    with pytest.raises(ValueError, match="the limit is 4000"):
         embedder.run("word " * 2000)
 
 

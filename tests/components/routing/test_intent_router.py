@@ -107,7 +107,7 @@ def test_bad_input(router: IntentRouter, encoder: TokenEncoder) -> None:
         router.run(query="   ", query_embedding=vector)
     with pytest.raises(ValueError, match="dimension"):
         router.run(query="hello", query_embedding=vector[:100])
-    with pytest.raises(ValueError, match="max_query_chars"):
+    with pytest.raises(ValueError, match="the limit is"):
         router.run(query="a" * 30_000, query_embedding=vector)
 
 

@@ -1,6 +1,6 @@
 """The bridge channel on a small real index (Qdrant Edge, ONNX embeddings, BM25): the second passage of a chain,
 named only by the first, comes back; the skip rule and the pure helpers (its YAML
-round trip is tests/test_channels.py's, with every registered channel)."""
+round trip is tests/components/retrieval/test_channels.py's, with every registered channel)."""
 
 from __future__ import annotations
 

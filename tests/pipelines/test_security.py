@@ -17,7 +17,7 @@ from fastapi import FastAPI, HTTPException
 
 from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy, host_name, is_loopback
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-for-tests"
 ALLOWED_ORIGIN = "http://localhost:5173"
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from adaptive_retrieval.components.indexing.manifest import STATE_COMPLETE, read_manifests
+from adaptive_retrieval.components.indexing.manifest import read_manifests
+from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.pipelines.indexing_pipeline import BATCH_BYTES, file_batches, index_paths, store_of
 
 TOPICS = ("lambda", "try", "with")

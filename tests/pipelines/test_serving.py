@@ -27,7 +27,7 @@ from adaptive_retrieval.components.retrieval.channels import pipeline_channels
 from adaptive_retrieval.components.routing.profiles import INTENTS
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = {"try.txt": "try", "with.txt": "with", "lambda.md": "lambda", "import.txt": "import"}
 
 

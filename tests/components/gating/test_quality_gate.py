@@ -272,9 +272,12 @@ def test_failing_channel_does_not_fail_the_query(indexed: dict) -> None:
     pipeline.connect("router.weights", "sparse.weights")
     pipeline.connect("router.fetch_k", "sparse.top_k")
     pipeline.connect("sparse.documents", "joiner.sparse")
+    pipeline.connect("sparse.failure", "joiner.sparse_failure")
 
     result = run_query(pipeline, STRONG)
     assert result["fusion"]["failed"] == ["sparse"] and "sparse" in result["fusion"]["skipped"]
+    # The reason came as data, on the channel's failure socket: the client's own connection error.
+    assert "connect" in result["fusion"]["failed_reasons"]["sparse"].lower()
     assert "sparse" not in result["weights"] and sum(result["weights"].values()) == pytest.approx(1.0)
     assert result["documents"] and result["documents"][0].meta["title"] == "while"
     assert "dense" in result["documents"][0].meta["channels"]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Top-level entries that are not part of the source tree (environments, models, caches) or of the wheel.
 _SKIP_TOP = {".git", ".venv", ".shim", "models", "node_modules", "build", "dist", ".adaptive", "tests", "scripts"}
 
@@ -136,7 +136,7 @@ print(json.dumps({"imported": len(modules), "torch": "torch" in sys.modules}))
 
 
 def _core_modules() -> list[str]:
-    """Every module of the package outside the served app (tests/test_dependencies.py's SERVE_FILES)."""
+    """Every module of the package outside the served app (tests/packaging/test_dependencies.py's SERVE_FILES)."""
     from test_dependencies import PACKAGE_FOLDERS, file_group
 
     modules = []

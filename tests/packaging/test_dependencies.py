@@ -7,7 +7,7 @@ why it is needed although nothing imports it; what only the scripts need is an e
 The imports are read with ``ast`` (lazy imports inside functions included) and mapped to distributions through
 ``importlib.metadata`` (the files each installed distribution provides, so namespace packages such as
 ``haystack_integrations`` map to the integration that provides the submodule). That the core install really runs
-without the extras is checked in a fresh virtualenv by ``tests/test_wheel_fresh_venv.py``.
+without the extras is checked in a fresh virtualenv by ``tests/e2e/test_wheel_fresh_venv.py``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 
 from adaptive_retrieval.components.extras import DISTRIBUTION, EXTRAS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_FOLDERS = ("components", "pipelines")
 CORE = "core"
 #: The served app's own modules: whatever they import is the ``serve`` extra's (a core module may import them only

@@ -145,7 +145,7 @@ def test_another_process_gets_a_clear_lock_error_and_data_survives(tmp_path: Pat
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert done.returncode != 0
     assert "StoreLockedError" in done.stderr and "open in another process" in done.stderr
