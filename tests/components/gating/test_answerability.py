@@ -17,7 +17,6 @@ from adaptive_retrieval.components.gating.pseudo_queries import pseudo_queries
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, PRIOR, QualityGate
 from adaptive_retrieval.components.gating.reader import ChatReader, ModelReader
 from adaptive_retrieval.components.gating.signals import content_terms, gate_signals, query_names
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 
 JUDGMENT = Document(
     id="j1",
@@ -112,7 +111,7 @@ def test_gate_serialises_the_prior_by_reference_and_round_trips() -> None:
         QualityGate(asked_threshold=1.5)
 
 
-# -- robust query text -------------------------------------------------------------------------------------
+# -- robust query text (long queries: tests/components/models/test_onnx_encoder.py) ---------------------------
 
 
 def test_an_all_caps_query_reads_like_its_lower_case_form() -> None:
@@ -127,19 +126,6 @@ def test_an_all_caps_query_reads_like_its_lower_case_form() -> None:
         gate.run(documents=docs, query=shouted, query_embedding=e[0])["decision"]
         == gate.run(documents=docs, query=shouted.lower(), query_embedding=e[0])["decision"]
     )
-
-
-def test_a_long_query_is_embedded_whole_in_windows(model_dir: Path) -> None:
-    embedder = OnnxTextEmbedder(model=str(model_dir))
-    head = " ".join(["the court heard evidence about the contract and its clauses"] * 40)  # ~400 words
-    one, two = head + " volcano eruption lava", head + " banking interest mortgage"
-    a, b = embedder.run(one), embedder.run(two)
-    assert a["meta"]["windows"] > 1 and a["meta"]["truncated"] is False
-    assert all(not embedder._encoder.is_truncated(w) for w in embedder.windows(one))
-    assert " ".join(embedder.windows(one)).split() == one.split()  # every word, once, in order
-    assert not np.allclose(a["vector"], b["vector"])  # words past token 256 change the embedding
-    assert np.linalg.norm(a["vector"]) == pytest.approx(1.0, abs=1e-5)
-    assert embedder.run("Who built the tower?")["meta"]["windows"] == 1
 
 
 # -- reader hook -------------------------------------------------------------------------------------------
