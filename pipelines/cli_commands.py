@@ -210,7 +210,14 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         f"{r['pseudo_queries']} pseudo-queries in {r['seconds']} s: AUROC {r['auroc_in_sample']:.3f} "
         f"({r['auroc_cross_validated']:.3f} cross-validated; the prior {r['prior_auroc']:.3f}); pass "
         f"{r['pass_present']:.0%} with the source present, {r['pass_excluded']:.0%} with it excluded "
-        f"(the prior {r['prior_pass_present']:.0%} / {r['prior_pass_excluded']:.0%})\nwrote {path}",
+        f"(the prior {r['prior_pass_present']:.0%} / {r['prior_pass_excluded']:.0%})\n"
+        + (
+            f"asked check at {fitted['asked_threshold']:.2f}: passes {r['asked_pass_present']:.0%} of the named "
+            f"pseudo-queries, {r['asked_pass_absent']:.0%} of their absent-attribute variants\n"
+            if "asked_pass_present" in r
+            else ""
+        )
+        + f"wrote {path}",
         file=out,
     )
     return 0

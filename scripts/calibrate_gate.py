@@ -21,7 +21,9 @@ python scripts/calibrate_gate.py [--data ../shared/data/hotpotqa100] [--root .ad
    retries add on answerable questions (all returned passages, and the first 10 at a fixed cut) and the
    latency cost.
 
-The printed ``weights``/``bias``/``pass_threshold`` are the defaults of ``components/gating/quality_gate.py``.
+The printed ``weights``/``bias``/``pass_threshold`` are the gate's prior; ``--write-prior`` writes them, with
+their provenance (data set, command, date, out-of-fold AUROC), into ``components/gating/data/gate_prior.json``
+(the rest of that file, ``asked_threshold`` and its provenance, is kept).
 """
 
 from __future__ import annotations
@@ -43,8 +45,16 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack.document_stores.types import DuplicatePolicy  # noqa: E402
 
-from adaptive_retrieval.components.gating.calibration import auroc, fit_logistic, predict, youden_threshold  # noqa: E402
+from adaptive_retrieval.components.gating.calibration import (  # noqa: E402
+    PRIOR_FILE,
+    auroc,
+    fit_logistic,
+    predict,
+    validate_calibration,
+    youden_threshold,
+)
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
+from adaptive_retrieval.pipelines.gate_calibration import FITTED  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import run_query  # noqa: E402
 from evaluation.data import load_hotpot  # noqa: E402
 from evaluation.metrics import percentiles, recall_at_k  # noqa: E402
@@ -204,6 +214,25 @@ def summarise_loop(rows: list[dict[str, Any]], first: list[dict[str, Any]]) -> d
     }
 
 
+def write_prior(fitted: dict[str, Any], args: argparse.Namespace, cv_auroc: float, in_sample: float, n: int) -> None:
+    """Replace the weights, bias and pass threshold of the shipped prior (and their provenance)."""
+    import datetime
+    import sys
+
+    prior = json.loads(PRIOR_FILE.read_text(encoding="utf-8"))
+    prior.update(fitted)
+    prior.setdefault("provenance", {})["weights"] = {
+        "data": f"{Path(args.data).name} ({n} questions; answerable vs. their supporting passages removed)",
+        "command": "python scripts/calibrate_gate.py " + " ".join(sys.argv[1:]),
+        "date": datetime.date.today().isoformat(),
+        "metric": f"AUROC {in_sample:.3f} in sample, {cv_auroc:.3f} out of fold ({args.folds} folds); "
+        "pass_threshold = Youden's J",
+    }
+    validate_calibration(prior)
+    PRIOR_FILE.write_text(json.dumps(prior, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {PRIOR_FILE}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "hotpotqa100"))
@@ -213,6 +242,9 @@ def main() -> None:
     parser.add_argument("--retries", type=int, default=1, help="max_retries for the loop evaluation")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick check)")
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
+    parser.add_argument(
+        "--write-prior", action="store_true", help="write the fit into components/gating/data/gate_prior.json"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -234,13 +266,14 @@ def main() -> None:
     for j, name in enumerate(SIGNALS):
         print(f"  {name:<11} {x[y == 1, j].mean():.3f} / {x[y == 0, j].mean():.3f}   AUROC {auroc(x[:, j], y):.3f}")
 
-    # 2. Fit.
-    cv = cross_validate(x, y, group, args.folds, args.l2)
-    bias, w = fit_logistic(x, y, args.l2)
-    quality = predict(bias, w, x)
+    # 2. Fit (the logistic model weighs every signal but ``asked``, a check with its own threshold).
+    fit_x = x[:, [SIGNALS.index(s) for s in FITTED]]
+    cv = cross_validate(fit_x, y, group, args.folds, args.l2)
+    bias, w = fit_logistic(fit_x, y, args.l2)
+    quality = predict(bias, w, fit_x)
     threshold = youden_threshold(quality, y)
     fitted = {
-        "weights": {s: round(float(v), 3) for s, v in zip(SIGNALS, w, strict=True)},
+        "weights": {s: round(float(v), 3) for s, v in zip(FITTED, w, strict=True)},
         "bias": round(bias, 3),
         "pass_threshold": round(threshold, 3),
     }
@@ -253,6 +286,8 @@ def main() -> None:
         f"{cv['fpr']:.1%} of unanswerable"
     )
     print(f"fitted (all questions, l2={args.l2}): {json.dumps(fitted)}")
+    if args.write_prior:
+        write_prior(fitted, args, cv["auroc"], auroc(quality, y), len(questions))
 
     # 3. The loop with the fitted gate.
     gate.weights, gate.bias, gate.pass_threshold = fitted["weights"], fitted["bias"], fitted["pass_threshold"]

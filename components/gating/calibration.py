@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 #: File name of a self-calibration inside the document store's folder.
 CALIBRATION_FILE = "gate_calibration.json"
 CALIBRATION_VERSION = 1
+#: The gate's shipped prior (weights, bias, thresholds and their provenance), written by
+#: ``scripts/calibrate_gate.py --write-prior``.
+PRIOR_FILE = Path(__file__).resolve().parent / "data" / "gate_prior.json"
 
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -89,14 +92,48 @@ def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return best
 
 
-def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
-    """``weights`` (signal → float), ``bias`` and ``pass_threshold`` of a calibration, checked.
+def fit_asked_threshold(pairs: np.ndarray, prior_threshold: float) -> tuple[dict[str, float], dict[str, Any]]:
+    """The ``asked_threshold`` for one index from its pseudo-queries' ``asked`` signal: ``pairs`` has one row per
+    named pseudo-query, (present, absent attribute).
 
-    :raises ValueError: for an unknown signal, a non-finite number or a threshold outside (0, 1).
+    The threshold is the lower of the prior's and the pairs' Youden cut. A present pseudo-query takes its words
+    verbatim from one sentence, so its ``asked`` is ~1.0 on every index and says nothing of how far real
+    questions paraphrase (the prior's cut was set on real answerable and unanswerable questions; the pairs' cut
+    sits higher, 0.89 on dragonball_law_en). What the index does show is where its absent-attribute questions
+    fall: where they cover little, the Youden cut drops below the prior's and the gate relaxes to it; it is never
+    made stricter than the prior. Fewer than 10 pairs keep the prior.
+
+    Returns ``{"asked_threshold": …}`` and the report (the signal's AUROC on the pairs, their Youden cut, the
+    pass rates of both kinds at the chosen threshold, their quartiles).
+    """
+    pairs = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+    if len(pairs) < 10:
+        return {"asked_threshold": prior_threshold}, {"asked_pairs": len(pairs)}
+    scores = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    labels = np.concatenate([np.ones(len(pairs)), np.zeros(len(pairs))])
+    youden = youden_threshold(scores, labels)
+    cut = min(prior_threshold, youden)
+    return {"asked_threshold": round(float(cut), 4)}, {
+        "asked_pairs": len(pairs),
+        "asked_auroc": round(auroc(scores, labels), 4),
+        "asked_youden": round(float(youden), 4),
+        "asked_pass_present": round(float((pairs[:, 0] >= cut).mean()), 4),
+        "asked_pass_absent": round(float((pairs[:, 1] >= cut).mean()), 4),
+        "asked_present_quartiles": [round(float(v), 3) for v in np.quantile(pairs[:, 0], [0.25, 0.5, 0.75])],
+        "asked_absent_quartiles": [round(float(v), 3) for v in np.quantile(pairs[:, 1], [0.25, 0.5, 0.75])],
+    }
+
+
+def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
+    """``weights`` (signal → float), ``bias``, ``pass_threshold`` and ``asked_threshold`` (0 when absent: no
+    veto, as files written before the ``asked`` signal) of a calibration, checked.
+
+    :raises ValueError: for an unknown signal, a non-finite number or a threshold outside its range.
     """
     try:
         weights = {str(k): float(v) for k, v in dict(data["weights"]).items()}
         bias, threshold = float(data["bias"]), float(data["pass_threshold"])
+        asked = float(data.get("asked_threshold") or 0.0)
     except (KeyError, TypeError, ValueError) as err:
         msg = f"A gate calibration needs 'weights' (signal -> number), 'bias' and 'pass_threshold': {err}"
         raise ValueError(msg) from err
@@ -107,7 +144,18 @@ def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
     if not all(math.isfinite(v) for v in [*weights.values(), bias]) or not 0.0 < threshold < 1.0:
         msg = f"A gate calibration needs finite weights and bias and a pass_threshold in (0, 1); got {data}"
         raise ValueError(msg)
-    return {"weights": weights, "bias": bias, "pass_threshold": threshold}
+    if not 0.0 <= asked <= 1.0:
+        msg = f"A gate calibration's asked_threshold must be within [0, 1], got {asked}"
+        raise ValueError(msg)
+    return {"weights": weights, "bias": bias, "pass_threshold": threshold, "asked_threshold": asked}
+
+
+def load_prior(path: str | Path = PRIOR_FILE) -> dict[str, Any]:
+    """The gate's prior (``weights``, ``bias``, ``pass_threshold``, ``asked_threshold``) with its ``provenance``.
+
+    :raises ValueError: for a file that is not a valid calibration.
+    """
+    return load_calibration(path)
 
 
 def calibration_path(folder: str | Path) -> Path:

@@ -3,7 +3,10 @@
 The gate turns the signals of :mod:`adaptive_retrieval.components.gating.signals` into one quality score with a logistic
 model, ``quality = sigmoid(bias + Σ w_s · signal_s)``, whose weights and threshold are fitted on data by
 ``scripts/calibrate_gate.py`` (answerable questions against the same questions with their supporting passages
-removed from the index). Then:
+removed from the index). Two checks can hold a pass back whatever the quality: ``asked`` (whether the passages
+hold what the question asks for, :mod:`~adaptive_retrieval.components.gating.answerability`) under
+``asked_threshold``, and an optional reader's score (:mod:`~adaptive_retrieval.components.gating.reader`) under
+``reader_threshold``; the quality is then brought under ``pass_threshold`` (still ordered). Then:
 
 - ``quality >= pass_threshold`` → **pass**: the documents go out;
 - below it with retries left → **retry**: the ``retry`` output sends the query back around the pipeline loop
@@ -16,11 +19,12 @@ the signals, the attempt that produced the documents and the history of every at
 ``max_retries``. A retry whose escalated strategy (from the router's ``next_strategy``) would fetch the same
 candidates as this attempt is skipped: the decision is **insufficient** with ``retry_skipped: "same strategy"``.
 
-**Self-calibration.** The weights below are a prior fitted on hotpotqa100. ``adaptive-retrieval calibrate`` fits
-the same model on pseudo-queries drawn from the user's own index (no labels needed, see
-:mod:`adaptive_retrieval.pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder; given
-the ``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again whenever it
-changes, and reports which model decided (``calibration``: ``index`` or ``prior``).
+**Self-calibration.** The defaults are the shipped prior, ``data/gate_prior.json`` (weights fitted on
+hotpotqa100, ``asked_threshold`` set on dragonball_law_en; each with its provenance). ``adaptive-retrieval
+calibrate`` fits the same model on pseudo-queries drawn from the user's own index (no labels needed, see
+:mod:`adaptive_retrieval.pipelines.gate_calibration`) and writes ``gate_calibration.json`` into the store folder;
+given the ``document_store`` (or a ``calibration_path``), the gate reads that file at ``warm_up`` and again
+whenever it changes, and reports which model decided (``calibration``: ``index`` or ``prior``).
 
 Usage::
 
@@ -37,9 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.core.serialization import import_class_by_name
+from haystack.core.serialization import component_to_dict, import_class_by_name
 
-from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration
+from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration, load_prior
+from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
@@ -47,20 +52,13 @@ logger = logging.getLogger(__name__)
 
 DECISIONS: tuple[str, ...] = ("pass", "retry", "insufficient")
 
-#: Logistic weights, bias and threshold fitted by ``scripts/calibrate_gate.py`` on hotpotqa100 (100 questions,
-#: answerable vs. supporting passages removed; AUROC 0.916 in sample, 0.900 out of fold). Agreement carries
-#: almost no signal there.
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "top_score": 5.938,
-    "margin": 4.002,
-    "coverage": 2.684,
-    "agreement": 1.117,
-    "redundancy": 0.826,
-    "names": 1.602,
-    "names_title": 2.206,
-}
-DEFAULT_BIAS = -9.789
-DEFAULT_PASS_THRESHOLD = 0.356
+#: The shipped prior (``data/gate_prior.json``, with its provenance): logistic weights, bias and thresholds fitted
+#: by ``scripts/calibrate_gate.py``; the gate's defaults until an index has its own calibration.
+PRIOR: dict[str, Any] = load_prior()
+DEFAULT_WEIGHTS: dict[str, float] = dict(PRIOR["weights"])
+DEFAULT_BIAS: float = PRIOR["bias"]
+DEFAULT_PASS_THRESHOLD: float = PRIOR["pass_threshold"]
+DEFAULT_ASKED_THRESHOLD: float = PRIOR["asked_threshold"]
 #: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
 _WEIGHT_TOLERANCE = 1e-3
 
@@ -107,17 +105,25 @@ class QualityGate:
     :param max_retries: retries allowed after the first attempt (0 disables the loop).
     :param signal_k: top documents the signals look at.
     :param weights: logistic weight of each signal (``top_score``, ``margin``, ``coverage``, ``agreement``,
-        ``redundancy``, ``names``); signals left out weigh 0.
-    :param bias: logistic intercept.
-    :param pass_threshold: quality in (0, 1) at or above which the documents pass.
+        ``redundancy``, ``names``, ``names_title``, ``asked``); signals left out weigh 0. ``None``: the shipped
+        prior (``data/gate_prior.json``).
+    :param bias: logistic intercept (``None``: the prior's).
+    :param pass_threshold: quality in (0, 1) at or above which the documents pass (``None``: the prior's).
+    :param asked_threshold: the ``asked`` signal (does one passage hold what the question asks for) below which
+        the gate does not pass, whatever the quality (0 turns the check off; ``None``: the prior's).
     :param document_store: the index's store; its folder (``path`` init parameter) holds the self-calibration
         ``gate_calibration.json`` (never opened otherwise).
     :param calibration_path: an explicit calibration file (overrides the store's folder).
     :param use_calibration: ``False`` keeps the init weights even when a calibration file exists.
     :param skip_same_retries: skip a retry whose strategy would fetch the same candidates (``False``: always
         retry up to ``max_retries``).
+    :param reader: optional reader consulted as one more signal (``reader``, in [0, 1]): a
+        :class:`~adaptive_retrieval.components.gating.reader.ModelReader` (a local cross-encoder or extractive QA
+        model from a folder), a :class:`~adaptive_retrieval.components.gating.reader.ChatReader`, or any Haystack
+        ChatGenerator (wrapped in a ``ChatReader``). Off by default: the gate needs no model beyond the signals.
+    :param reader_threshold: the reader's score below which the gate does not pass.
 
-    weights/bias/pass_threshold are the prior: they decide until the index has a calibration file.
+    weights/bias/thresholds are the prior: they decide until the index has a calibration file.
     """
 
     def __init__(
@@ -125,12 +131,15 @@ class QualityGate:
         max_retries: int = 1,
         signal_k: int = 5,
         weights: dict[str, float] | None = None,
-        bias: float = DEFAULT_BIAS,
-        pass_threshold: float = DEFAULT_PASS_THRESHOLD,
+        bias: float | None = None,
+        pass_threshold: float | None = None,
+        asked_threshold: float | None = None,
         document_store: Any | None = None,
         calibration_path: str | None = None,
         use_calibration: bool = True,
         skip_same_retries: bool = True,
+        reader: Any | None = None,
+        reader_threshold: float = 0.5,
     ) -> None:
         if max_retries < 0:
             msg = f"max_retries must be >= 0, got {max_retries}"
@@ -138,49 +147,62 @@ class QualityGate:
         if signal_k < 1:
             msg = f"signal_k must be >= 1, got {signal_k}"
             raise ValueError(msg)
-        weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
-        unknown = sorted(set(weights) - set(SIGNALS))
+        given = {"weights": weights, "bias": bias, "pass_threshold": pass_threshold, "asked_threshold": asked_threshold}
+        model = {k: PRIOR[k] if v is None else v for k, v in given.items()}
+        unknown = sorted(set(model["weights"]) - set(SIGNALS))
         if unknown:
             msg = f"Unknown signal(s) {unknown} in weights; the gate's signals are {list(SIGNALS)}"
             raise ValueError(msg)
-        if not 0.0 < pass_threshold < 1.0:
-            msg = f"pass_threshold must be within (0, 1), got {pass_threshold}"
+        if not 0.0 < model["pass_threshold"] < 1.0:
+            msg = f"pass_threshold must be within (0, 1), got {model['pass_threshold']}"
             raise ValueError(msg)
+        for name, cut in (("asked_threshold", model["asked_threshold"]), ("reader_threshold", reader_threshold)):
+            if not 0.0 <= cut <= 1.0:
+                msg = f"{name} must be within [0, 1], got {cut}"
+                raise ValueError(msg)
         self.max_retries = max_retries
         self.signal_k = signal_k
-        self.weights = weights
-        self.bias = bias
-        self.pass_threshold = pass_threshold
+        self._given = given  # what to_dict writes: None stays None (the prior file decides)
+        self.weights = dict(model["weights"])
+        self.bias = float(model["bias"])
+        self.pass_threshold = float(model["pass_threshold"])
+        self.asked_threshold = float(model["asked_threshold"])
         self.document_store = document_store
         self.calibration_path = calibration_path
         self.use_calibration = use_calibration
         self.skip_same_retries = skip_same_retries
-        self.prior = {"weights": dict(weights), "bias": bias, "pass_threshold": pass_threshold}
+        self.reader = as_reader(reader)
+        self.reader_threshold = reader_threshold
+        self.prior = {**model, "weights": dict(model["weights"])}
         self.calibration: str = "prior"
         self._calibration_stamp: tuple[float, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise with the prior's weights and the store's own dictionary."""
+        """Serialise with the prior's parameters as given (``None``: the shipped prior file), the store's and the
+        reader's own dictionaries."""
         return default_to_dict(
             self,
             max_retries=self.max_retries,
             signal_k=self.signal_k,
-            weights=self.prior["weights"],
-            bias=self.prior["bias"],
-            pass_threshold=self.prior["pass_threshold"],
+            **self._given,
             document_store=self.document_store.to_dict() if self.document_store is not None else None,
             calibration_path=self.calibration_path,
             use_calibration=self.use_calibration,
             skip_same_retries=self.skip_same_retries,
+            reader=component_to_dict(self.reader, "reader") if self.reader is not None else None,
+            reader_threshold=self.reader_threshold,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QualityGate:
-        """Deserialise, rebuilding the document store with the class its ``type`` names."""
+        """Deserialise, rebuilding the document store and the reader with the classes their ``type`` names."""
         params = data.get("init_parameters", {})
         store = params.get("document_store")
         if isinstance(store, dict):
             params["document_store"] = import_class_by_name(store["type"]).from_dict(store)  # type: ignore[attr-defined]
+        reader = params.get("reader")
+        if isinstance(reader, dict):
+            params["reader"] = reader_from_dict(reader)
         return default_from_dict(cls, data)
 
     def calibration_file(self) -> Path | None:
@@ -194,8 +216,10 @@ class QualityGate:
         return calibration_path(folder) if folder else None
 
     def warm_up(self) -> None:
-        """Pick up the index's self-calibration, if there is one."""
+        """Pick up the index's self-calibration, if there is one, and load the reader's model."""
         self._refresh_calibration()
+        if self.reader is not None and hasattr(self.reader, "warm_up"):
+            self.reader.warm_up()
 
     def _refresh_calibration(self) -> None:
         """Load the calibration file when it appeared or changed since the last look (one ``stat`` per query);
@@ -220,6 +244,7 @@ class QualityGate:
         self.weights = dict(model["weights"])
         self.bias = float(model["bias"])
         self.pass_threshold = float(model["pass_threshold"])
+        self.asked_threshold = float(model.get("asked_threshold") or 0.0)
 
     def signals(
         self,
@@ -234,12 +259,45 @@ class QualityGate:
             # A channel that found nothing (e.g. an empty graph) can neither agree nor disagree.
             sizes = fusion.get("sizes", {})
             channels = [c for c in fusion["weights"] if sizes.get(c, 1) > 0]
-        return gate_signals(documents, query, query_embedding, channels, self.signal_k)
+        signals = gate_signals(documents, query, query_embedding, channels, self.signal_k)
+        if self.reader is not None:
+            signals["reader"] = self.reader.score(query, list(documents[: self.signal_k]))
+        return signals
 
     def quality(self, signals: dict[str, float]) -> float:
-        """The logistic quality score in (0, 1) of a set of signals."""
+        """The quality score in (0, 1) of a set of signals: the logistic model's, brought below ``pass_threshold``
+        when a check falls below its threshold (``asked`` under ``asked_threshold``, ``reader`` under
+        ``reader_threshold``): ``min(quality, pass_threshold) · (0.5 + 0.5 · value / threshold)``."""
         z = self.bias + sum(w * signals.get(name, 0.0) for name, w in self.weights.items())
-        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+        quality = 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+        for name, cut in (("asked", self.asked_threshold), ("reader", self.reader_threshold)):
+            value = signals.get(name)
+            if cut > 0 and value is not None and value < cut:
+                # Below pass_threshold, still ordered by the model's quality and by the shortfall (the loop
+                # returns the best attempt when none passes).
+                quality = min(quality, self.pass_threshold) * (0.5 + 0.5 * value / cut)
+        return quality
+
+    def _decide(
+        self,
+        quality: float,
+        attempt: int,
+        fusion: dict[str, Any] | None,
+        strategy: dict[str, Any] | None,
+        next_strategy: dict[str, Any] | None,
+    ) -> tuple[str, str | None]:
+        """``pass`` / ``retry`` / ``insufficient`` for one attempt, and why a retry was skipped (or ``None``)."""
+        if quality >= self.pass_threshold:
+            return "pass", None
+        if attempt >= self.max_retries:
+            return "insufficient", None
+        known = set((fusion or {}).get("weights") or {}) | set((fusion or {}).get("skipped") or [])
+        if self.skip_same_retries and same_candidates(
+            strategy, next_strategy, (fusion or {}).get("sizes"), known or None
+        ):
+            logger.info("Quality gate: retry skipped, the escalated strategy would fetch the same candidates")
+            return "insufficient", "same strategy"
+        return "retry", None
 
     @component.output_types(
         documents=list[Document],
@@ -289,19 +347,7 @@ class QualityGate:
             raise ValueError(msg)
         signals = self.signals(documents, query, query_embedding, fusion)
         quality = self.quality(signals)
-        skipped = None
-        if quality >= self.pass_threshold:
-            decision = "pass"
-        elif attempt < self.max_retries:
-            decision = "retry"
-            known = set((fusion or {}).get("weights") or {}) | set((fusion or {}).get("skipped") or [])
-            if self.skip_same_retries and same_candidates(
-                strategy, next_strategy, (fusion or {}).get("sizes"), known or None
-            ):
-                decision, skipped = "insufficient", "same strategy"
-                logger.info("Quality gate: retry skipped, the escalated strategy would fetch the same candidates")
-        else:
-            decision = "insufficient"
+        decision, skipped = self._decide(quality, attempt, fusion, strategy, next_strategy)
         record = {
             "attempt": attempt,
             "decision": decision,

@@ -15,7 +15,11 @@
 - ``names_title``: share of those names that a returned document is *about*: the name and the document's title
   contain one another as phrases ("Kentucky Tavern" and the page "Kentucky Tavern (bourbon)", "BERT" and "BERT:
   Pre-training of…"); 1.0 for a query without names. Other pages mention a name in passing (which ``names``
-  counts); with the evidence gone, the page titled by it is what is missing.
+  counts); with the evidence gone, the page titled by it is what is missing;
+- ``asked``: whether the passages hold what the question asks for, not only whom it names: the share of the
+  question's asked terms (its non-name content words after the question word) in the returned passages that
+  hold one of its names, half from the best single passage, half over all of them
+  (:mod:`~adaptive_retrieval.components.gating.answerability`).
 
 Usage::
 
@@ -35,10 +39,20 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
+from adaptive_retrieval.components.gating.answerability import asked_coverage
 from adaptive_retrieval.components.text.keys import normalise_key
 from adaptive_retrieval.components.text.stopwords import stopwords
 
-SIGNALS: tuple[str, ...] = ("top_score", "margin", "coverage", "agreement", "redundancy", "names", "names_title")
+SIGNALS: tuple[str, ...] = (
+    "top_score",
+    "margin",
+    "coverage",
+    "agreement",
+    "redundancy",
+    "names",
+    "names_title",
+    "asked",
+)
 
 _WORD = re.compile(r"[a-z0-9]+")
 _EDGE = re.compile(r"^[\"'(\[“‘]+|[\"')\]”’?!.,:;]+$")
@@ -53,10 +67,21 @@ def _sentence_capital(first: str, tokens: list[str]) -> bool:
     return first.lower() in stopwords() or not (follows.isupper() or follows.isdigit() or first[0].isdigit())
 
 
+def _shouted(query: str) -> bool:
+    """Whether the query's capitals carry no information: most of its words of letters are written in capitals
+    (a query typed with caps lock, or a collection that stores its queries upper-cased)."""
+    words = [w for w in re.findall(r"[^\W\d_]{2,}", query)]
+    return len(words) > 2 and sum(w.isupper() for w in words) > 0.6 * len(words)
+
+
 def query_names(query: str) -> list[str]:
     """The names a query writes: maximal runs of capitalised words or numbers, with connectors ("of", "the",
     "de"…) inside a run; punctuation after a word ends its run. The query's first word is skipped when the
-    sentence, not a name, capitalised it (:func:`_sentence_capital`). Names of stop words only are dropped."""
+    sentence, not a name, capitalised it (:func:`_sentence_capital`). Names of stop words only are dropped.
+    A query written in capitals (:func:`_shouted`) is read as lower case: its capitals say nothing about names,
+    so it gets the names of its lower-cased form (numbers only), never one long name."""
+    if _shouted(query):
+        query = query.lower()
     stop = stopwords()
     tokens = query.split()
     names: list[str] = []
@@ -160,7 +185,9 @@ def gate_signals(
     elif not wanted:
         signals["coverage"] = 1.0  # nothing to cover (a query of stop words): not evidence of a miss
 
-    names = {normalise_key(n) for n in query_names(query)}
+    written = query_names(query)
+    signals["asked"] = asked_coverage(documents, query, written)
+    names = {normalise_key(n) for n in written}
     if names:
         texts = [" " + normalise_key(f"{d.meta.get('title', '')} {d.content or ''}") + " " for d in documents]
         signals["names"] = float(all(any(f" {n} " in t for t in texts) for n in names))

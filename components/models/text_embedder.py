@@ -64,6 +64,25 @@ class OnnxTextEmbedder:
         if self._encoder is None:
             self._encoder = get_encoder(self.model, self.precision, self.device)
 
+    def windows(self, text: str) -> list[str]:
+        """``text`` as it is embedded: whole when it fits the model's window (with the prefix), else cut at word
+        boundaries into consecutive parts that each fit (halving a part's words until it does)."""
+        self.warm_up()
+        assert self._encoder is not None
+        if not self._encoder.is_truncated(self.prefix + text):
+            return [text]
+        words = text.split()
+        out: list[str] = []
+        start = 0
+        size = max(1, self._encoder.max_length // 2)  # words; English WordPiece runs at ~1.3 tokens a word
+        while start < len(words):
+            step = min(size, len(words) - start)
+            while step > 1 and self._encoder.is_truncated(self.prefix + " ".join(words[start : start + step])):
+                step //= 2
+            out.append(" ".join(words[start : start + step]))
+            start += step
+        return out
+
     @component.output_types(embedding=list[float], vector=np.ndarray, meta=dict[str, Any])
     def run(self, text: str) -> dict[str, Any]:
         """Embed ``text``.
@@ -78,20 +97,30 @@ class OnnxTextEmbedder:
         self.warm_up()
         assert self._encoder is not None
         full = self.prefix + text
-        truncated = self._encoder.is_truncated(full)
-        if truncated:
-            logger.warning(
-                "Query longer than the model window (%d tokens); its tail is ignored.",
+        windows = self.windows(text)
+        if len(windows) == 1:
+            vector = self._encoder.encode([full])[0]
+        else:
+            # A query longer than the model window: every part counts, none is cut (the mean of the windows'
+            # unit vectors, weighted by their words, renormalised).
+            logger.info(
+                "Query of %d words embedded in %d windows of the model's %d tokens",
+                len(text.split()),
+                len(windows),
                 self._encoder.max_length,
             )
-        vector = self._encoder.encode([full])[0]
+            parts = self._encoder.encode([self.prefix + w for w in windows])
+            weights = np.asarray([len(w.split()) for w in windows], dtype=np.float32)
+            vector = (parts * weights[:, None]).sum(axis=0)
+            vector /= max(float(np.linalg.norm(vector)), 1e-12)
         out: dict[str, Any] = {
             # the same values for this package's components: Haystack copies an array in one step (query_vector)
             "vector": query_vector(vector),
             "meta": {
                 "model": str(self._encoder.model_dir),
                 "precision": self._encoder.precision,
-                "truncated": truncated,
+                "truncated": False,
+                "windows": len(windows),
             },
         }
         if self.return_list:

@@ -68,7 +68,8 @@ def test_text_embedder_errors(model_dir: Path) -> None:
         embedder.run(["not", "a", "string"])
     long_query = "word " * 700  # 3,500 characters: within MAX_QUERY_CHARS, past the model's 256-token window
     out = embedder.run(long_query)
-    assert out["meta"]["truncated"] is True and len(out["embedding"]) == 384
+    # Embedded whole, in windows (test_a_long_query_is_embedded_whole_in_windows checks the tail counts).
+    assert out["meta"]["truncated"] is False and out["meta"]["windows"] > 1 and len(out["embedding"]) == 384
     with pytest.raises(ValueError, match="the limit is 4000"):
         embedder.run("word " * 2000)
 
@@ -113,3 +114,16 @@ def test_query_path_runs_without_torch(model_dir: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "384 True"
+
+
+def test_a_long_query_is_embedded_whole_in_windows(model_dir: Path) -> None:
+    embedder = OnnxTextEmbedder(model=str(model_dir))
+    head = " ".join(["the court heard evidence about the contract and its clauses"] * 40)  # ~400 words
+    one, two = head + " volcano eruption lava", head + " banking interest mortgage"
+    a, b = embedder.run(one), embedder.run(two)
+    assert a["meta"]["windows"] > 1 and a["meta"]["truncated"] is False
+    assert all(not embedder._encoder.is_truncated(w) for w in embedder.windows(one))
+    assert " ".join(embedder.windows(one)).split() == one.split()  # every word, once, in order
+    assert not np.allclose(a["vector"], b["vector"])  # words past token 256 change the embedding
+    assert np.linalg.norm(a["vector"]) == pytest.approx(1.0, abs=1e-5)
+    assert embedder.run("Who built the tower?")["meta"]["windows"] == 1
