@@ -39,23 +39,21 @@ from pathlib import Path
 
 from haystack import Document
 
+from adaptive_retrieval.components.text.terms import content_terms
+
 _OPERATORS = Path(__file__).resolve().parent / "data" / "question_operators.txt"
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 
 
 @cache
 def question_operators() -> frozenset[str]:
-    """The packaged framing words, stemmed like :func:`~.signals.content_terms` stems."""
-    from adaptive_retrieval.components.gating.signals import content_terms
-
+    """The packaged framing words, stemmed as :func:`~adaptive_retrieval.components.text.terms.content_terms` does."""
     lines = _OPERATORS.read_text(encoding="utf-8").splitlines()
     return frozenset(content_terms(" ".join(w.strip() for w in lines if w.strip() and not w.startswith("#"))))
 
 
 def asked_terms(query: str, names: Sequence[str]) -> set[str]:
     """The stemmed terms of what ``query`` asks for (see the module docstring); ``names``: the query's names."""
-    from adaptive_retrieval.components.gating.signals import content_terms
-
     found = _QUESTION_WORD.search(query)
     clause = query[found.start() :] if found else query
     return content_terms(clause) - content_terms(" ".join(names)) - question_operators()
@@ -65,8 +63,6 @@ def asked_coverage(documents: Sequence[Document], query: str, names: Sequence[st
     """How much of what ``query`` asks for the returned passages hold, in [0, 1]: the mean of the best single
     passage's share of :func:`asked_terms` and the share found across all of them (``names``: the query's names,
     left out of the asked terms). 1.0 when the query asks nothing beyond its names, 0.0 without passages."""
-    from adaptive_retrieval.components.gating.signals import content_terms
-
     asked = asked_terms(query, names)
     if not asked:
         return 1.0

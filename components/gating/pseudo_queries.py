@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.gating.signals import content_terms
 from adaptive_retrieval.components.text.numbering import heading_without_number
 from adaptive_retrieval.components.text.sentences import split_prose
 from adaptive_retrieval.components.text.stopwords import stopwords
+from adaptive_retrieval.components.text.terms import content_terms
 
 #: A word as a question writes it: letters of any script ("Agüero", not "Ag") or a dotted abbreviation ("U.S.").
 _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.){2,}")

@@ -30,18 +30,15 @@ Usage::
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
-from functools import cache
-from typing import Any
 
 import numpy as np
 from haystack import Document
 
 from adaptive_retrieval.components.gating.answerability import asked_coverage
 from adaptive_retrieval.components.text.keys import normalise_key
-from adaptive_retrieval.components.text.stopwords import stopwords
+from adaptive_retrieval.components.text.names import query_names
+from adaptive_retrieval.components.text.terms import content_terms
 
 SIGNALS: tuple[str, ...] = (
     "top_score",
@@ -53,77 +50,6 @@ SIGNALS: tuple[str, ...] = (
     "names_title",
     "asked",
 )
-
-_WORD = re.compile(r"[a-z0-9]+")
-_EDGE = re.compile(r"^[\"'(\[“‘]+|[\"')\]”’?!.,:;]+$")
-#: Lower-case words that stay inside a name when a capitalised word follows ("Bank of England").
-_CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "du", "des", "von", "van", "der", "den"})
-
-
-def _sentence_capital(first: str, tokens: list[str]) -> bool:
-    """Whether the query's first word is capitalised only because it opens the sentence: a stop word ("What",
-    "In") or a word the next one does not continue as a name ("Give an overview…", but "Phu Luong is…")."""
-    follows = tokens[1][:1] if len(tokens) > 1 else ""
-    return first.lower() in stopwords() or not (follows.isupper() or follows.isdigit() or first[0].isdigit())
-
-
-def _shouted(query: str) -> bool:
-    """Whether the query's capitals carry no information: most of its words of letters are written in capitals
-    (a query typed with caps lock, or a collection that stores its queries upper-cased)."""
-    words = [w for w in re.findall(r"[^\W\d_]{2,}", query)]
-    return len(words) > 2 and sum(w.isupper() for w in words) > 0.6 * len(words)
-
-
-def query_names(query: str) -> list[str]:
-    """The names a query writes: maximal runs of capitalised words or numbers, with connectors ("of", "the",
-    "de"…) inside a run; punctuation after a word ends its run. The query's first word is skipped when the
-    sentence, not a name, capitalised it (:func:`_sentence_capital`). Names of stop words only are dropped.
-    A query written in capitals (:func:`_shouted`) is read as lower case: its capitals say nothing about names,
-    so it gets the names of its lower-cased form (numbers only), never one long name."""
-    if _shouted(query):
-        query = query.lower()
-    stop = stopwords()
-    tokens = query.split()
-    names: list[str] = []
-    run: list[str] = []
-
-    def close() -> None:
-        if run and any(w.lower() not in stop for w in normalise_key(" ".join(run)).split()):
-            names.append(" ".join(run))
-        run.clear()
-
-    for i, token in enumerate(tokens):
-        word = re.sub(r"['’]s$", "", _EDGE.sub("", token))
-        ends = bool(re.search(r"[?!.,:;)\]”]$", token)) and not re.fullmatch(r"(?:[A-Z]\.)+", token)
-        if word and (word[0].isupper() or word[0].isdigit()) and not (i == 0 and _sentence_capital(word, tokens)):
-            run.append(word)
-        elif run and word in _CONNECTORS and i + 1 < len(tokens) and tokens[i + 1][:1].isupper() and not ends:
-            run.append(word)
-            continue
-        else:
-            close()
-        if ends:
-            close()
-    close()
-    return names
-
-
-@cache
-def _stemmer() -> Any:
-    from py_rust_stemmers import SnowballStemmer
-
-    return SnowballStemmer("english")
-
-
-def content_terms(text: str) -> set[str]:
-    """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
-    if text.isascii():  # NFKD leaves ASCII as it is, without combining marks: skip the per-character walk
-        folded = text.lower()
-    else:
-        folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
-    stop = stopwords()
-    words = [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
-    return set(_stemmer().stem_words(words))
 
 
 def _unit_rows(documents: Sequence[Document]) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,9 @@ from adaptive_retrieval.components.gating.calibration import PRIOR_FILE, fit_ask
 from adaptive_retrieval.components.gating.pseudo_queries import pseudo_queries
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, PRIOR, QualityGate
 from adaptive_retrieval.components.gating.reader import ChatReader, ModelReader
-from adaptive_retrieval.components.gating.signals import content_terms, gate_signals, query_names
+from adaptive_retrieval.components.gating.signals import gate_signals
+from adaptive_retrieval.components.text.names import query_names
+from adaptive_retrieval.components.text.terms import content_terms
 
 JUDGMENT = Document(
     id="j1",

@@ -21,7 +21,7 @@ from adaptive_retrieval.components.gating.calibration import (
 )
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
-from adaptive_retrieval.components.gating.signals import SIGNALS, content_terms, gate_signals, query_names
+from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
@@ -30,6 +30,8 @@ from adaptive_retrieval.components.routing.intent_router import IntentRouter
 from adaptive_retrieval.components.routing.profiles import escalate_strategy
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.text.names import query_names
+from adaptive_retrieval.components.text.terms import content_terms
 from adaptive_retrieval.pipelines.gate_calibration import (
     calibrate_pipeline,
     pass_threshold,

@@ -1,0 +1,36 @@
+"""Content terms: the stemmed content words of a text (Snowball stems, stop words and single letters dropped),
+the unit in which the gate's coverage and answerability checks compare a query with passages.
+
+Usage::
+
+    content_terms("Who founded the companies?")   # {"found", "compani"}
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache
+from typing import Any
+
+from adaptive_retrieval.components.text.stopwords import stopwords
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@cache
+def _stemmer() -> Any:
+    from py_rust_stemmers import SnowballStemmer
+
+    return SnowballStemmer("english")
+
+
+def content_terms(text: str) -> set[str]:
+    """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
+    if text.isascii():  # NFKD leaves ASCII as it is, without combining marks: skip the per-character walk
+        folded = text.lower()
+    else:
+        folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    stop = stopwords()
+    words = [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
+    return set(_stemmer().stem_words(words))
