@@ -35,7 +35,7 @@ from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumen
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
-from adaptive_retrieval.pipelines.workers import HTTP_SOCKET, STORE_SOCKET
+from adaptive_retrieval.pipelines.process_group import HTTP_SOCKET, STORE_SOCKET, die_with_parent, private_pipelines_dir
 
 logger = logging.getLogger(__name__)
 
@@ -146,22 +146,8 @@ def bind_private_socket(path: Path) -> socket.socket:
     return sock
 
 
-def private_pipelines_dir(runtime: Path, names: list[str], source: Path) -> Path:
-    """A folder under ``runtime`` holding links to the wrappers ``names`` of ``source`` (Hayhooks deploys every
-    wrapper folder of the folder it is given)."""
-    folder = runtime / ("pipelines-" + "-".join(names))
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for name in names:
-        link = folder / name
-        if not link.exists():
-            link.symlink_to(source / name, target_is_directory=True)
-    return folder
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the store host until stopped (SIGTERM/SIGINT), or until the process that started it dies."""
-    from adaptive_retrieval.pipelines.workers import die_with_parent
-
     parser = argparse.ArgumentParser(description="store host of `adaptive-retrieval serve --workers N`")
     parser.add_argument("--runtime", required=True, help="private folder for the sockets (0700)")
     parser.add_argument("--host", required=True, help="public interface the workers serve")

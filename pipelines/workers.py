@@ -23,7 +23,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
 import signal
@@ -37,6 +36,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.pipelines.process_group import (
+    HTTP_SOCKET,
+    PARENT_ENV,
+    STORE_SOCKET,
+    die_with_parent,
+    private_pipelines_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +52,10 @@ MAX_DEFAULT_WORKERS = 4
 WORKER_INDEX_ENV, WORKER_COUNT_ENV = "ADAPTIVE_WORKER_INDEX", "ADAPTIVE_WORKER_COUNT"
 #: Response header naming the worker that answered.
 WORKER_HEADER = "X-Adaptive-Worker"
-_PARENT_ENV = "ADAPTIVE_SUPERVISOR_PID"
 #: ONNX Runtime threads per session (components/models); a worker's default is its share of the cores.
 ORT_THREADS_ENV = "ADAPTIVE_ORT_THREADS"
 #: Seconds the host and each worker may take to start (models load here).
 START_TIMEOUT_S = 600.0
-#: The store host's sockets in the private folder: store calls, and its app (uploads and deletes).
-STORE_SOCKET, HTTP_SOCKET = "store.sock", "http.sock"
 #: Routes that write: a worker forwards them to the store host.
 _FORWARDED_PREFIXES = ("/indexing", "/v1/files", "/sources")
 
@@ -75,17 +78,6 @@ def default_cores() -> int:
 def default_workers() -> int:
     """The cores this process may run on, at most :data:`MAX_DEFAULT_WORKERS`."""
     return max(1, min(default_cores(), MAX_DEFAULT_WORKERS))
-
-
-def die_with_parent() -> None:
-    """Linux: have the kernel kill this process when the supervisor that started it dies (even by SIGKILL), so no
-    worker or host outlives ``serve``; exit at once when the supervisor is already gone."""
-    parent = settings.text(_PARENT_ENV)
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if parent and os.getppid() != int(parent):
-        os._exit(1)
 
 
 # -- in a worker ----------------------------------------------------------------------------------------------------
@@ -165,7 +157,6 @@ def worker_app(runtime: Path, index: int, count: int, host: str, port: int, pipe
 
     from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
     from adaptive_retrieval.pipelines.security import GuardMiddleware
-    from adaptive_retrieval.pipelines.store_host import private_pipelines_dir
 
     source = Path(pipelines_dir or PIPELINES_DIR).resolve()
     # Every wrapper but the indexing one, which runs in the store host.
@@ -271,7 +262,7 @@ class Supervisor:
         from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
         from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV as SOCKET_ENV
 
-        env = {**os.environ, _PARENT_ENV: str(os.getpid()), WORKER_COUNT_ENV: str(self.count)}
+        env = {**os.environ, PARENT_ENV: str(os.getpid()), WORKER_COUNT_ENV: str(self.count)}
         env.pop(SOCKET_ENV, None)
         if index is not None:
             env[WORKER_INDEX_ENV] = str(index)

@@ -32,7 +32,10 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
+from haystack.lazy_imports import LazyImport
 from haystack.utils import deserialize_chatgenerator_inplace
+
+from adaptive_retrieval.components.extras import install_hint
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +86,10 @@ class ModelReader:
         if not Path(self.model).is_dir():
             msg = f"Reader model folder {self.model} does not exist"
             raise FileNotFoundError(msg)
-        try:
+        # Imported here, not at the top: a gate without a reader must not load torch on the query path.
+        with LazyImport(install_hint("models")) as transformers_import:
             from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError as err:
-            msg = "ModelReader needs transformers: pip install 'adaptive-retrieval-haystack[models]'"
-            raise ImportError(msg) from err
+        transformers_import.check()
         loader = AutoModelForSequenceClassification if self.kind == "cross-encoder" else AutoModelForQuestionAnswering
         self._tokenizer = AutoTokenizer.from_pretrained(self.model)
         self._model = loader.from_pretrained(self.model).to(self.device).eval()
@@ -95,7 +97,9 @@ class ModelReader:
 
     def passage_scores(self, query: str, documents: list[Document]) -> list[float]:
         """One score in [0, 1] per document (same order)."""
-        import torch
+        with LazyImport(install_hint("models")) as torch_import:
+            import torch
+        torch_import.check()
 
         self.warm_up()
         texts = [d.content or "" for d in documents]
@@ -120,7 +124,9 @@ class ModelReader:
     @staticmethod
     def _span_scores(start: Any, end: Any, batch: Any) -> list[float]:
         """sigmoid(best span in the passage - the null span at [CLS]) per row."""
-        import torch
+        with LazyImport(install_hint("models")) as torch_import:
+            import torch
+        torch_import.check()
 
         passage = batch["attention_mask"].bool()
         if "token_type_ids" in batch:
