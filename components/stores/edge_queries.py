@@ -16,6 +16,7 @@ from haystack.dataclasses import SparseEmbedding
 
 from adaptive_retrieval.components.stores.edge_conversion import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
 from adaptive_retrieval.components.stores.edge_filters import convert_filters
+from adaptive_retrieval.components.stores.vector_search import check_query_dimension
 
 #: Points per page when the store scrolls through a filter's matches.
 SCROLL_PAGE = 1024
@@ -26,12 +27,7 @@ def dense_query(query_embedding: list[float], dimension: int, index: str) -> Any
 
     :raises ValueError: when the query's dimension differs from the index's (``dimension``).
     """
-    if len(query_embedding) != dimension:
-        msg = (
-            f"Query embedding has dimension {len(query_embedding)} but the index '{index}' stores "
-            f"{dimension}-d vectors: use the model the index was built with."
-        )
-        raise ValueError(msg)
+    check_query_dimension(query_embedding, dimension, f"index '{index}'")
     return qe.Query.Nearest([float(v) for v in query_embedding], using=DENSE_VECTORS_NAME)
 
 

@@ -34,9 +34,11 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_HNSW_EF, DEFAULT_OPTIMIZE_THRESHOLD
+from adaptive_retrieval.components.stores.edge_shards import check_store_settings
 from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV, qdrant_folder
 from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.components.stores.store_wire import recv_message, send_message
+from adaptive_retrieval.components.stores.vector_search import check_query_dimension
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +95,8 @@ class RemoteDocumentStore:
         hnsw_ef: int | None = DEFAULT_HNSW_EF,
         create: bool = True,
     ) -> None:
-        if not isinstance(embedding_dim, int) or embedding_dim <= 0:
-            msg = f"embedding_dim must be a positive integer, got {embedding_dim!r}"
-            raise ValueError(msg)
+        # The same settings check as the embedded store the host opens with these parameters.
+        check_store_settings(similarity, embedding_dim, hnsw_ef, payload_fields_to_index)
         self.socket = socket
         self.path = path
         self.index = index
@@ -242,12 +243,7 @@ class RemoteDocumentStore:
         score_threshold: float | None = None,
     ) -> list[Document]:
         """The ``top_k`` documents nearest to ``query_embedding`` among those matching ``filters``."""
-        if len(query_embedding) != self.embedding_dim:
-            msg = (
-                f"Query embedding has dimension {len(query_embedding)} but the index '{self.index}' stores "
-                f"{self.embedding_dim}-d vectors: use the model the index was built with."
-            )
-            raise ValueError(msg)
+        check_query_dimension(query_embedding, self.embedding_dim, f"index '{self.index}'")
         vector = [float(v) for v in query_embedding]
         return self._call(
             "search_dense",

@@ -20,6 +20,19 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
 
+def check_query_dimension(query_embedding: Any, dimension: int, where: str) -> None:
+    """Refuse a dense query vector whose length is not the index's, naming both (``where``: "index 'x'", ...).
+
+    :raises ValueError: when ``len(query_embedding) != dimension``.
+    """
+    if len(query_embedding) != dimension:
+        msg = (
+            f"Query embedding has dimension {len(query_embedding)} but the {where} stores {dimension}-d vectors: "
+            "use the model the index was built with."
+        )
+        raise ValueError(msg)
+
+
 @runtime_checkable
 class VectorSearch(Protocol):
     """Dense and sparse top-k searches with Haystack filters, and documents by id."""
@@ -83,12 +96,7 @@ class QdrantServerSearch:
         score_threshold: float | None = None,
     ) -> list[Document]:
         """Dense search on the server."""
-        if len(query_embedding) != self.embedding_dim:
-            msg = (
-                f"Query embedding has dimension {len(query_embedding)} but the collection '{self.store.index}' "
-                f"stores {self.embedding_dim}-d vectors: use the model the index was built with."
-            )
-            raise ValueError(msg)
+        check_query_dimension(query_embedding, self.embedding_dim, f"collection '{self.store.index}'")
         retriever = self._dense[return_embedding]
         found = retriever.run(query_embedding=query_embedding, filters=filters, top_k=top_k)["documents"]
         return _above(found, score_threshold)
