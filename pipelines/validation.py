@@ -112,15 +112,7 @@ def check_workers(value: Any) -> int:
     :raises TypeError: when it is not a whole number (or its text).
     :raises ValueError: when it is out of range.
     """
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"the worker count must be a whole number from 1 to {MAX_WORKERS}, got {value!r}"
-        raise TypeError(msg)
-    if not 1 <= value <= MAX_WORKERS:
-        msg = f"the worker count must be from 1 to {MAX_WORKERS}, got {value}"
-        raise ValueError(msg)
-    return value
+    return _whole_in_range(value, "the worker count", 1, MAX_WORKERS)
 
 
 def check_port(value: Any) -> int:
@@ -129,12 +121,21 @@ def check_port(value: Any) -> int:
     :raises TypeError: when it is not a whole number (or its text).
     :raises ValueError: when it is out of range.
     """
+    return _whole_in_range(value, "the port", 1, 65535)
+
+
+def _whole_in_range(value: Any, what: str, low: int, high: int) -> int:
+    """``value`` (an int, or the text of one) when it is a whole number from ``low`` to ``high``.
+
+    :raises TypeError: naming ``what``, for anything else than a whole number (``True`` included).
+    :raises ValueError: naming ``what``, for a whole number out of range.
+    """
     if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"the port must be a whole number from 1 to 65535, got {value!r}"
+        msg = f"{what} must be a whole number from {low} to {high}, got {value!r}"
         raise TypeError(msg)
-    if not 1 <= value <= 65535:
-        msg = f"the port must be from 1 to 65535, got {value}"
+    if not low <= value <= high:
+        msg = f"{what} must be from {low} to {high}, got {value}"
         raise ValueError(msg)
     return value
