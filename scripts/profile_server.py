@@ -7,13 +7,16 @@ Steps, all in one run so that the ratios compare like with like on a shared mach
 1. index ``--chunks`` synthetic passages (``scripts/bench.py``'s corpus and cache: ``.adaptive/bench-N``);
 2. **peer**: answer ``--queries`` synthetic queries with ``run_query`` in this process (CPU seconds of this
    process per query, ``time.process_time``), then release the store;
-3. **server**: start ``adaptive-retrieval serve`` on loopback over that index in its own process, send the same
-   queries one at a time (``POST /query/run``) and read the server's CPU seconds (``utime + stime`` of
-   ``/proc/PID/stat``) before and after: server CPU per request, and its ratio to the peer;
+3. **server**: start ``adaptive-retrieval serve [--workers N]`` on loopback over that index, send the same
+   queries one at a time (``POST /query/run``) and read the CPU seconds (``utime + stime`` of ``/proc/PID/stat``)
+   of every server process before and after (``serve`` runs a supervisor, a store host and N workers: all are
+   summed, :mod:`evaluation.server_metrics`): server CPU per request, per process role, and its ratio to the
+   peer;
 4. **profile** (unless ``--no-profile``): the same server again, sampled by ``py-spy`` (``pip install py-spy``;
-   250 samples/s of the thread that holds the GIL, so a thread waiting for the GIL is not counted; native code
-   that releases the GIL (ONNX Runtime, Qdrant Edge searches) is not seen) or, without it, under cProfile in every
-   thread (thread CPU time as the clock; it slows code that makes many small calls most). Each sampled stack
+   250 samples/s of the thread that holds the GIL in every server process, so a thread waiting for the GIL is not
+   counted; native code that releases the GIL (ONNX Runtime, Qdrant Edge searches) is not seen) or, without it,
+   under cProfile in every thread of a one-process server (``--workers 1``; thread CPU time as the clock; it
+   slows code that makes many small calls most). Each sampled stack
    goes to one stage (:func:`stage_of`): HTTP framework (uvicorn, starlette, FastAPI, Hayhooks, anyio), our
    request checks and guard, the pipeline (Haystack's copies of component inputs, its scheduling, each component
    by its outermost frame), the response (``QueryResponse``, pydantic, JSON), Hayhooks' access log (loguru); the
@@ -42,6 +45,9 @@ from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from evaluation.server_metrics import server_processes, tree_cpu_seconds  # noqa: E402 (scripts/ on the path)
+
 HOST = "127.0.0.1"
 
 #: Stages of the profile, tried in this order on each sampled stack (innermost frame first): the first rule with a
@@ -100,6 +106,15 @@ def stage_of(frames: list[tuple[str, str]]) -> str | None:
         return None
     if any(m in f or m in path for f, path in frames for m in STARTUP_MARKERS):
         return None
+    if any(f.startswith("process ") and "pipelines.store_host" in f for f, _ in frames):
+        # The store host of `serve --workers N` (py-spy --subprocesses names each process as an outer frame).
+        if not any(f == "_Connection.handle" for f, _ in frames):
+            return None  # its indexing app, idle here
+        inner = [p for _, p in frames if p.startswith(COMPONENTS_DIR)]
+        where = inner[-1][len(COMPONENTS_DIR) :].split(":")[0].removesuffix(".py") if inner else "request loop"
+        return "store host: " + where
+    if any("stores/remote_document_store.py" in path for _, path in frames):
+        return "pipeline: store calls to the store host (socket, unpickling)"
     if any(f == "_deepcopy_with_exceptions" for f, _ in frames):
         return "pipeline: Haystack copies of component inputs"
     for _, path in frames:
@@ -144,16 +159,39 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far, every thread included (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def process_roles(root: int) -> dict[int, str]:
+    """Each process of the server below ``root`` named by its role: ``supervisor`` (or ``server``, one
+    process), ``store-host``, ``worker``."""
+    roles = {}
+    for pid in server_processes(root):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "store_host" in command:
+            roles[pid] = "store-host"
+        elif "pipelines.workers --fd" in command:
+            roles[pid] = "worker"
+        elif "pipelines.workers" in command:
+            roles[pid] = "supervisor"
+        elif "py-spy" not in command:
+            roles[pid] = "server"
+    return roles
+
+
+def cpu_by_role(before: dict[int, float], after: dict[int, float], roles: dict[int, str]) -> dict[str, float]:
+    """CPU seconds each role spent between two :func:`tree_cpu_seconds` readings (a process that started in
+    between counts from zero)."""
+    spent: dict[str, float] = defaultdict(float)
+    for pid, cpu in after.items():
+        if pid in roles:
+            spent[roles[pid]] += cpu - before.get(pid, 0.0)
+    return dict(spent)
 
 
 def build_index(chunks: int, root: Path, queries: int) -> tuple[Any, Path, list[str]]:
     """The benchmark index of ``chunks`` synthetic passages (cached by ``scripts/bench.py``'s layout), its query
     pipeline (warm) and ``queries`` synthetic queries."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     from bench import bench_root, synthetic_passages, synthetic_queries  # noqa: I001 (scripts/ on the path)
     from evaluation.data import EvalSet
     from evaluation.systems import AdaptiveSystem
@@ -217,21 +255,29 @@ def child_pid(pid: int, timeout: float = 60) -> int:
 
 
 def serve_and_query(
-    store: Path, queries: list[str], workdir: Path, profiler: str | None, python: str = sys.executable
+    store: Path,
+    queries: list[str],
+    workdir: Path,
+    profiler: str | None,
+    python: str = sys.executable,
+    workers: int | None = None,
 ) -> dict[str, Any]:
-    """Start a server over ``store`` (sampled by py-spy, or under cProfile, when ``profiler`` says so), send
-    ``queries`` one at a time after a warm-up; returns the server's CPU and the client's wall milliseconds per
-    request (and where the profile is)."""
+    """Start a server over ``store`` (``serve --workers workers``, or serve's default; sampled by py-spy, or under
+    cProfile, when ``profiler`` says so), send ``queries`` one at a time after a warm-up; returns the CPU of every
+    server process (summed, and per role) and the client's wall milliseconds per request (and where the profile
+    is)."""
     import httpx
 
     from adaptive_retrieval.pipelines.app import free_port
 
     port = free_port(HOST)
     serve = ["serve", "--store", str(store), "--host", HOST, "--port", str(port)]
+    serve += ["--workers", str(workers)] if workers else []
     command = [python, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     profile = workdir / {None: "none", "py-spy": "server.pyspy.txt", "cprofile": "server.prof"}[profiler]
     if profiler == "py-spy":
         command = [py_spy(), "record", "--rate", str(RATE), "--gil", "--full-filenames", "--format", "raw"]
+        command += ["--subprocesses"]  # the store host and the workers of `serve --workers N`
         command += ["-o", str(profile)]
         command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     elif profiler == "cprofile":
@@ -249,14 +295,15 @@ def serve_and_query(
                 if profiler == "cprofile":  # start and warm-up are not what the profile is for
                     os.kill(server, signal.SIGUSR1)
                     time.sleep(0.5)
-                cpu, wall = process_cpu_seconds(server), time.perf_counter()
+                before, wall = tree_cpu_seconds(server), time.perf_counter()
                 for query in queries:
                     response = http.post("/query/run", json={"query": query})
                     response.raise_for_status()
                     if not response.json()["result"]["documents"]:
                         msg = f"no document for {query!r}"
                         raise RuntimeError(msg)
-                cpu, wall = process_cpu_seconds(server) - cpu, time.perf_counter() - wall
+                after, wall = tree_cpu_seconds(server), time.perf_counter() - wall
+                roles = process_roles(server)
         finally:
             os.kill(server, signal.SIGINT)
             try:
@@ -265,7 +312,15 @@ def serve_and_query(
                 process.kill()
                 process.wait()
     n = len(queries)
-    return {"cpu_ms": 1000 * cpu / n, "wall_ms": 1000 * wall / n, "profile": str(profile) if profiler else None}
+    spent = cpu_by_role(before, after, roles)
+    return {
+        "cpu_ms": 1000 * sum(spent.values()) / n,
+        "wall_ms": 1000 * wall / n,
+        "cpu_ms_by_role": {role: round(1000 * cpu / n, 2) for role, cpu in sorted(spent.items())},
+        "processes": len(roles),
+        "workers": workers,
+        "profile": str(profile) if profiler else None,
+    }
 
 
 def serve_profiled(out: Path, argv: list[str]) -> int:
@@ -342,6 +397,32 @@ def stage_table(seconds: dict[str, float], cpu_ms: float) -> dict[str, float]:
     return {k: cpu_ms * v / total for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
 
 
+def roles_line(run: dict[str, Any]) -> str:
+    """``worker 20.1 + store-host 5.2 + supervisor 0.0`` CPU ms/request of one server run."""
+    return " + ".join(f"{role} {ms:.1f}" for role, ms in run["cpu_ms_by_role"].items())
+
+
+def print_summary(report: dict[str, Any], chunks: int, queries: int) -> None:
+    """The table of the peer, this server and the baseline server (when measured)."""
+    peer, server = report["peer"], report["server"]
+    print(
+        f"\n{chunks} chunks, {queries} queries, one client, {os.cpu_count()} CPUs, load average "
+        f"{report['load_average_start']} -> {report['load_average_end']}\n"
+        f"| run | CPU ms/query | wall ms/query | CPU by process role (ms/query) |\n|---|---|---|---|\n"
+        f"| in-process run_query (peer) | {peer['cpu_ms']:.1f} | {peer['wall_ms']:.1f} | |\n"
+        f"| server, POST /query/run ({server['processes']} processes) | {server['cpu_ms']:.1f} | "
+        f"{server['wall_ms']:.1f} | {roles_line(server)} |"
+    )
+    if baseline := report.get("baseline_server"):
+        print(
+            f"| baseline server ({baseline['python']}, {baseline['processes']} processes) | "
+            f"{baseline['cpu_ms']:.1f} | {baseline['wall_ms']:.1f} | {roles_line(baseline)} |"
+        )
+    print(f"server CPU / peer CPU = {report['cpu_ratio_server_to_peer']:.2f}")
+    if baseline:
+        print(f"this server / baseline server = {server['cpu_ms'] / baseline['cpu_ms']:.2f} (CPU per request)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=1000, help="synthetic passages in the index (default 1000)")
@@ -352,6 +433,11 @@ def main() -> int:
         "--profiler", choices=("py-spy", "cprofile"), help="default: py-spy when installed, else cProfile"
     )
     parser.add_argument("--top", type=int, default=25, help="stages listed in the profile table")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="serve --workers N (default: serve's own default, the cores available; 1 = one process)",
+    )
     parser.add_argument("--json", help="write the report here")
     parser.add_argument(
         "--baseline-python",
@@ -372,16 +458,18 @@ def main() -> int:
     del pipeline
     release_all_clients()
     workdir = Path(tempfile.mkdtemp(prefix="adaptive-profile-"))
-    report["server"] = serve_and_query(store, queries, workdir, None)
+    report["server"] = serve_and_query(store, queries, workdir, None, workers=args.workers)
     report["cpu_ratio_server_to_peer"] = report["server"]["cpu_ms"] / report["peer"]["cpu_ms"]
     if args.baseline_python:
-        report["baseline_server"] = serve_and_query(store, queries, workdir, None, args.baseline_python)
+        report["baseline_server"] = serve_and_query(store, queries, workdir, None, args.baseline_python, args.workers)
         report["baseline_server"]["python"] = args.baseline_python
     profiler = None if args.no_profile else (args.profiler or ("py-spy" if py_spy() else "cprofile"))
     if profiler == "py-spy" and not py_spy():
         parser.error("--profiler py-spy: py-spy is not installed (pip install py-spy)")
+    if profiler == "cprofile" and args.workers != 1:
+        parser.error("cProfile sees one process: use --workers 1 with it, or py-spy (pip install py-spy)")
     if profiler:
-        run = serve_and_query(store, queries, workdir, profiler)
+        run = serve_and_query(store, queries, workdir, profiler, workers=args.workers)
         if profiler == "py-spy":  # samples of the thread holding the GIL, warm-up queries included
             stages = stage_table({k: float(v) for k, v in sampled_stages(Path(run["profile"])).items()}, run["cpu_ms"])
         else:
@@ -393,21 +481,7 @@ def main() -> int:
             print(f"| {stage} | {ms:.1f} | {ms / run['cpu_ms']:.0%} |")
     report["load_average_end"] = load_average()
     report["command"] = "python scripts/profile_server.py " + " ".join(sys.argv[1:])
-    peer, server = report["peer"], report["server"]
-    print(
-        f"\n{args.chunks} chunks, {len(queries)} queries, one client, {os.cpu_count()} CPUs, load average "
-        f"{report['load_average_start']} -> {report['load_average_end']}\n"
-        f"| run | CPU ms/query | wall ms/query |\n|---|---|---|\n"
-        f"| in-process run_query (peer) | {peer['cpu_ms']:.1f} | {peer['wall_ms']:.1f} |\n"
-        f"| server, POST /query/run | {server['cpu_ms']:.1f} | {server['wall_ms']:.1f} |\n"
-        f"server CPU / peer CPU = {report['cpu_ratio_server_to_peer']:.2f}"
-    )
-    if baseline := report.get("baseline_server"):
-        print(
-            f"baseline server ({baseline['python']}): {baseline['cpu_ms']:.1f} CPU ms/request, "
-            f"{baseline['wall_ms']:.1f} wall ms/request; this server / baseline = "
-            f"{server['cpu_ms'] / baseline['cpu_ms']:.2f} (CPU)"
-        )
+    print_summary(report, args.chunks, len(queries))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
