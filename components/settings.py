@@ -83,6 +83,13 @@ _SETTINGS = (
         "(the pipelines' document store is then a `RemoteDocumentStore` on the host's index).",
     ),
     Setting(
+        "ADAPTIVE_STORE_VECTOR_CACHE",
+        "10000",
+        "stores",
+        "Dense vectors each `serve --workers` worker keeps from the store host (1.5 KB each at 384-d), so search "
+        "answers carry no vectors; emptied on every write. 0: every answer carries its vectors.",
+    ),
+    Setting(
         "ADAPTIVE_STORE_HOST_WAIT_S",
         "30",
         "stores",

@@ -27,11 +27,14 @@ import socket
 import socketserver
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.stores.edge_checks import vector_problem
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.edge_errors import vector_damage
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
@@ -45,6 +48,8 @@ class StoreHost:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder).expanduser().resolve()
+        #: This host's identity in the generation of its answers (a restarted host's counts start again).
+        self.token = uuid.uuid4().hex
         self._stores: dict[tuple, EdgeDocumentStore] = {}
         self._lock = threading.Lock()
 
@@ -53,11 +58,14 @@ class StoreHost:
 
         :raises ValueError: for a store on another folder than the one this host owns.
         """
+        key = tuple(sorted((k, repr(v)) for k, v in params.items()))
+        store = self._stores.get(key)  # every call after the first of its setting: no path resolution
+        if store is not None:
+            return store
         folder = qdrant_folder(params.get("path")).expanduser().resolve()
         if folder != self.folder:
             msg = f"This store host serves the index '{self.folder}', not '{folder}'"
             raise ValueError(msg)
-        key = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "path"))
         with self._lock:
             store = self._stores.get(key)
             if store is None:
@@ -65,16 +73,23 @@ class StoreHost:
                 self._stores[key] = store
         return store
 
-    def answer(self, message: Any) -> tuple[str, Any]:
-        """``("ok", value)`` or ``("error", exception)`` for one ``(params, method, args, kwargs)`` call."""
+    def answer(self, message: Any) -> tuple[str, Any, Any]:
+        """``("ok", value, generation)`` or ``("error", exception, None)`` for one ``(params, method, args,
+        kwargs)`` call. The generation (this host's token, the writes made through its shard so far) is read before
+        the call runs: a worker keeps the vectors of one generation (:mod:`~adaptive_retrieval.components.stores.
+        vector_cache`)."""
         try:
             params, method, args, kwargs = message
             if method not in REMOTE_METHODS:
                 msg = f"A store host does not run '{method}'"
                 raise ValueError(msg)
-            return "ok", getattr(self.store_for(params), method)(*args, **kwargs)
+            store = self.store_for(params)
+            generation = (self.token, store.write_count)
+            if method == "dense_vectors":
+                return "ok", dense_vectors(store, *args), generation
+            return "ok", getattr(store, method)(*args, **kwargs), generation
         except Exception as err:  # every failure goes back to the caller, as the embedded store raises it
-            return "error", err
+            return "error", err, None
 
     def close(self) -> None:
         """Close every store (the shard closes with the last)."""
@@ -82,6 +97,15 @@ class StoreHost:
             for store in self._stores.values():
                 store.close()
             self._stores.clear()
+
+
+def dense_vectors(store: EdgeDocumentStore, ids: list[str]) -> dict[str, list[float] | None]:
+    """The dense vector of each of ``ids`` that the store holds (``None``: stored without one), checked as a search
+    checks the vectors it returns (a damaged vector raises :class:`StoreDamagedError`)."""
+    found = {d.id: d for d in store.fetch_documents(ids)}
+    if problem := vector_problem(found.values(), normalised=store.similarity == "cosine"):
+        raise vector_damage(store.shard_path, store.folder, problem)
+    return {i: d.embedding for i, d in found.items()}
 
 
 class _Connection(socketserver.BaseRequestHandler):
@@ -98,13 +122,14 @@ class _Connection(socketserver.BaseRequestHandler):
                 message = recv_message(self.request)
             except (WireClosedError, ConnectionError):
                 return
-            status, value = self.server.host.answer(message)
+            status, value, generation = self.server.host.answer(message)
             try:
-                send_message(self.request, (status, value))
+                send_message(self.request, (status, value, generation))
             except (TypeError, AttributeError, ValueError) as err:  # an exception that cannot be pickled
                 from haystack.document_stores.errors import DocumentStoreError
 
-                send_message(self.request, ("error", DocumentStoreError(f"{type(value).__name__}: {value} ({err})")))
+                problem = DocumentStoreError(f"{type(value).__name__}: {value} ({err})")
+                send_message(self.request, ("error", problem, None))
             except (BrokenPipeError, ConnectionError):
                 return
 

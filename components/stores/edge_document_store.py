@@ -393,14 +393,13 @@ class EdgeDocumentStore:
 
     def info(self) -> dict[str, int]:
         """``points``, ``indexed_vectors`` and ``segments`` of the shard."""
-        info = self.shard.info()
-        return {
-            "points": info.points_count,
-            "indexed_vectors": info.indexed_vectors_count,
-            "segments": info.segments_count,
-        }
+        i = self.shard.info()
+        return {"points": i.points_count, "indexed_vectors": i.indexed_vectors_count, "segments": i.segments_count}
 
-    # -- internals -----------------------------------------------------------------------------------------------
+    @property
+    def write_count(self) -> int:
+        """Writes through this process's open shard since it opened: changes with every write (internals below)."""
+        return self._opened().writes
 
     def _query(
         self,

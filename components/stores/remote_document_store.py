@@ -38,6 +38,7 @@ from adaptive_retrieval.components.stores.edge_shards import check_store_setting
 from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV, qdrant_folder
 from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.components.stores.store_wire import recv_message, send_message
+from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, VectorCache
 from adaptive_retrieval.components.stores.vector_search import check_query_dimension
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ REMOTE_METHODS = frozenset(
         "optimize",
         "flush",
         "info",
+        "dense_vectors",
     }
 )
 
@@ -111,6 +113,8 @@ class RemoteDocumentStore:
         self._local = threading.local()
         self._connections: list[socket_module.socket] = []
         self._connections_lock = threading.Lock()
+        capacity = settings.whole(CAPACITY_ENV)
+        self._vectors = VectorCache(capacity) if capacity else None
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -171,8 +175,12 @@ class RemoteDocumentStore:
             sock.close()
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """``method(*args, **kwargs)`` on the host's store; every method is idempotent, so a call whose connection
-        broke is sent again on a new one until the wait runs out."""
+        """``method(*args, **kwargs)`` on the host's store (see :meth:`_call_tagged`)."""
+        return self._call_tagged(method, *args, **kwargs)[0]
+
+    def _call_tagged(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``method(*args, **kwargs)`` on the host's store, and the host's generation before it ran; every method is
+        idempotent, so a call whose connection broke is sent again on a new one until the wait runs out."""
         wait = settings.number(WAIT_ENV)
         deadline = time.monotonic() + wait
         delay = 0.05
@@ -182,7 +190,7 @@ class RemoteDocumentStore:
                 if sock is None:
                     sock = self._local.sock = self._connect()
                 send_message(sock, (self._params(), method, args, kwargs))
-                status, value = recv_message(sock)
+                status, value, generation = recv_message(sock)
                 break
             except OSError as err:
                 self._drop(sock)
@@ -196,7 +204,23 @@ class RemoteDocumentStore:
                 delay = min(delay * 2, 1.0)
         if status == "error":
             raise value
-        return value
+        return value, generation
+
+    def _search_with_kept_vectors(self, method: str, *args: Any, **kwargs: Any) -> list[Document]:
+        """A search whose answer carries no vectors: those this worker keeps (:mod:`.vector_cache`) are filled in,
+        the others fetched in one more call. A write between the two calls: the search again, vectors and all."""
+        assert self._vectors is not None
+        documents, generation = self._call_tagged(method, *args, return_embedding=False, **kwargs)
+        vectors, missing = self._vectors.lookup(generation, [d.id for d in documents])
+        if missing:
+            fetched, again = self._call_tagged("dense_vectors", missing)
+            if again != generation or len(fetched) != len(missing):
+                return self._call(method, *args, return_embedding=True, **kwargs)
+            vectors.update(self._vectors.keep(generation, fetched))
+        for document in documents:
+            # As the host's Document would hold it (set directly, as unpickling does: no mutation warning).
+            document.__dict__["embedding"] = vectors[document.id]
+        return documents
 
     # -- DocumentStore protocol ----------------------------------------------------------------------------------
 
@@ -245,14 +269,10 @@ class RemoteDocumentStore:
         """The ``top_k`` documents nearest to ``query_embedding`` among those matching ``filters``."""
         check_query_dimension(query_embedding, self.embedding_dim, f"index '{self.index}'")
         vector = [float(v) for v in query_embedding]
-        return self._call(
-            "search_dense",
-            vector,
-            top_k=top_k,
-            filters=filters,
-            return_embedding=return_embedding,
-            score_threshold=score_threshold,
-        )
+        options = {"top_k": top_k, "filters": filters, "score_threshold": score_threshold}
+        if return_embedding and self._vectors is not None:
+            return self._search_with_kept_vectors("search_dense", vector, **options)
+        return self._call("search_dense", vector, return_embedding=return_embedding, **options)
 
     def search_sparse(
         self,
@@ -264,14 +284,10 @@ class RemoteDocumentStore:
         score_threshold: float | None = None,
     ) -> list[Document]:
         """The ``top_k`` documents by sparse (BM25 with IDF) score among those matching ``filters``."""
-        return self._call(
-            "search_sparse",
-            query_sparse_embedding,
-            top_k=top_k,
-            filters=filters,
-            return_embedding=return_embedding,
-            score_threshold=score_threshold,
-        )
+        options = {"top_k": top_k, "filters": filters, "score_threshold": score_threshold}
+        if return_embedding and self._vectors is not None:
+            return self._search_with_kept_vectors("search_sparse", query_sparse_embedding, **options)
+        return self._call("search_sparse", query_sparse_embedding, return_embedding=return_embedding, **options)
 
     def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
         """Documents by id, in the order given (missing ids left out)."""
