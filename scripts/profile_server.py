@@ -296,10 +296,12 @@ def serve_and_query(
                     os.kill(server, signal.SIGUSR1)
                     time.sleep(0.5)
                 before, wall = tree_cpu_seconds(server), time.perf_counter()
+                answers = []
                 for query in queries:
                     response = http.post("/query/run", json={"query": query})
                     response.raise_for_status()
-                    if not response.json()["result"]["documents"]:
+                    answers.append(answer_digest(response.json()["result"]))
+                    if not answers[-1]["documents"]:
                         msg = f"no document for {query!r}"
                         raise RuntimeError(msg)
                 after, wall = tree_cpu_seconds(server), time.perf_counter() - wall
@@ -320,6 +322,20 @@ def serve_and_query(
         "processes": len(roles),
         "workers": workers,
         "profile": str(profile) if profiler else None,
+        "answers": answers,
+    }
+
+
+def answer_digest(result: dict[str, Any]) -> dict[str, Any]:
+    """What must not change between two versions of the server: the documents (id, exact score), the intent, the
+    weights and the gate's decision and quality (not the timings)."""
+    gate = result.get("gate") or {}
+    return {
+        "documents": [[d["id"], d.get("score")] for d in result["documents"]],
+        "intent": result.get("intent"),
+        "weights": result.get("weights"),
+        "decision": gate.get("decision"),
+        "quality": gate.get("quality"),
     }
 
 
@@ -421,6 +437,8 @@ def print_summary(report: dict[str, Any], chunks: int, queries: int) -> None:
     print(f"server CPU / peer CPU = {report['cpu_ratio_server_to_peer']:.2f}")
     if baseline:
         print(f"this server / baseline server = {server['cpu_ms'] / baseline['cpu_ms']:.2f} (CPU per request)")
+        same = sum(a == b for a, b in zip(server["answers"], baseline["answers"], strict=True))
+        print(f"answers identical to the baseline server's: {same} of {len(server['answers'])}")
 
 
 def main() -> int:

@@ -351,12 +351,12 @@ class EdgeDocumentStore:
         self._check_ledger()
         return self._query(query, top_k, filters, return_embedding, score_threshold)
 
-    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
-        """Documents by id, in the order given (missing ids left out), with the dense vector and, if asked, the
-        sparse one."""
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> list[Document]:
+        """Documents by id, in the order given (missing ids left out), with the dense vector (unless ``dense`` is
+        False) and, if asked, the sparse one."""
         if not ids:
             return []
-        vectors = [DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME] if sparse else [DENSE_VECTORS_NAME]
+        vectors = [DENSE_VECTORS_NAME] * dense + [SPARSE_VECTORS_NAME] * sparse or False
         records = self._read(self.shard.retrieve, [point_id(i) for i in ids], with_payload=True, with_vector=vectors)
         found = {d.id: d for d in (point_to_document(r) for r in records)}
         return [found[i] for i in dict.fromkeys(ids) if i in found]

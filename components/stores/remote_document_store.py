@@ -69,6 +69,10 @@ REMOTE_METHODS = frozenset(
 )
 
 
+#: The search option without and with the dense vectors (see RemoteDocumentStore._with_kept_vectors).
+_EMBEDDING = ({"return_embedding": False}, {"return_embedding": True})
+
+
 class StoreHostUnavailableError(StoreError, ConnectionError):
     """The store host did not answer within the wait (stopped, or restarting for too long)."""
 
@@ -206,16 +210,17 @@ class RemoteDocumentStore:
             raise value
         return value, generation
 
-    def _search_with_kept_vectors(self, method: str, *args: Any, **kwargs: Any) -> list[Document]:
-        """A search whose answer carries no vectors: those this worker keeps (:mod:`.vector_cache`) are filled in,
-        the others fetched in one more call. A write between the two calls: the search again, vectors and all."""
+    def _with_kept_vectors(self, method: str, without: dict, with_: dict, *args: Any, **kwargs: Any) -> list[Document]:
+        """A search or fetch whose answer carries no dense vectors (``without``: the option that says so): those
+        this worker keeps (:mod:`.vector_cache`) are filled in, the others fetched in one more call. A write between
+        the two calls: the call again with its vectors (``with_``)."""
         assert self._vectors is not None
-        documents, generation = self._call_tagged(method, *args, return_embedding=False, **kwargs)
+        documents, generation = self._call_tagged(method, *args, **without, **kwargs)
         vectors, missing = self._vectors.lookup(generation, [d.id for d in documents])
         if missing:
             fetched, again = self._call_tagged("dense_vectors", missing)
             if again != generation or len(fetched) != len(missing):
-                return self._call(method, *args, return_embedding=True, **kwargs)
+                return self._call(method, *args, **with_, **kwargs)
             vectors.update(self._vectors.keep(generation, fetched))
         for document in documents:
             # As the host's Document would hold it (set directly, as unpickling does: no mutation warning).
@@ -271,7 +276,7 @@ class RemoteDocumentStore:
         vector = [float(v) for v in query_embedding]
         options = {"top_k": top_k, "filters": filters, "score_threshold": score_threshold}
         if return_embedding and self._vectors is not None:
-            return self._search_with_kept_vectors("search_dense", vector, **options)
+            return self._with_kept_vectors("search_dense", *_EMBEDDING, vector, **options)
         return self._call("search_dense", vector, return_embedding=return_embedding, **options)
 
     def search_sparse(
@@ -286,12 +291,16 @@ class RemoteDocumentStore:
         """The ``top_k`` documents by sparse (BM25 with IDF) score among those matching ``filters``."""
         options = {"top_k": top_k, "filters": filters, "score_threshold": score_threshold}
         if return_embedding and self._vectors is not None:
-            return self._search_with_kept_vectors("search_sparse", query_sparse_embedding, **options)
+            return self._with_kept_vectors("search_sparse", *_EMBEDDING, query_sparse_embedding, **options)
         return self._call("search_sparse", query_sparse_embedding, return_embedding=return_embedding, **options)
 
     def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
         """Documents by id, in the order given (missing ids left out)."""
-        return self._call("fetch_documents", list(ids), sparse=sparse) if ids else []
+        if not ids:
+            return []
+        if not sparse and self._vectors is not None:
+            return self._with_kept_vectors("fetch_documents", {"dense": False}, {}, list(ids))
+        return self._call("fetch_documents", list(ids), sparse=sparse)
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """Documents by id with all their vectors."""

@@ -1,4 +1,4 @@
-"""The vectors a `serve --workers N` worker keeps from its store host: searches answer exactly what the embedded
+"""The vectors a `serve --workers N` worker keeps from its store host: searches and fetches answer exactly what the embedded
 store answers (every field, in order), a write empties what was kept, a host restart too, and the cache's own
 bounds. A real host on a real Unix socket."""
 
@@ -77,6 +77,9 @@ def test_searches_answer_as_without_the_cache(host, monkeypatch) -> None:
             )
         sparse = SparseEmbedding(indices=[1, 2], values=[1.0, 1.0])
         _same(plain.search_sparse(sparse, top_k=10), kept.search_sparse(sparse, top_k=10))
+        ids = ["d5", "missing", "d1", "d5", "d29"]
+        _same(plain.fetch_documents(ids), kept.fetch_documents(ids))
+        _same(plain.fetch_documents(ids, sparse=True), kept.fetch_documents(ids, sparse=True))
     assert len(kept._vectors) > 0
     # Without vectors asked for, nothing changes either.
     _same(
