@@ -72,6 +72,7 @@ class Phase:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     server_cpu_s: float | None = None  # CPU seconds the server process spent in the phase (Linux /proc)
+    by_worker: dict[str, int] = field(default_factory=dict)  # answers per worker (X-Adaptive-Worker)
 
     def report(self, clients: int) -> str:
         done = len(self.latencies)
@@ -86,6 +87,8 @@ class Phase:
             f"throughput={done / self.seconds:.1f} req/s p50={p50:.0f} ms p95={p95:.0f} ms p99={p99:.0f} ms "
             f"max={ms[-1]:.0f} ms errors={len(self.errors)}"
         )
+        if len(self.by_worker) > 1 or "-" not in self.by_worker:
+            line += " answers by worker: " + ", ".join(f"{w}: {n}" for w, n in sorted(self.by_worker.items()))
         if self.server_cpu_s is not None:
             cpu_ms = 1000 * self.server_cpu_s / done
             cores = os.cpu_count() or 1
@@ -128,6 +131,8 @@ def run_clients(url: str, clients: int, seconds: float, max_requests: int, phase
                         phase.errors.append(error)
                     else:
                         phase.latencies.append(elapsed)
+                        worker = response.headers.get("x-adaptive-worker", "-")
+                        phase.by_worker[worker] = phase.by_worker.get(worker, 0) + 1
 
     start = time.monotonic()
     threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]

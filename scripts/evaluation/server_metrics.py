@@ -83,6 +83,7 @@ def summary(phase: Any, clients: int) -> dict:
         "p95_ms": round(ms[min(done - 1, round(0.95 * (done - 1)))], 1) if ms else None,
         "mean_ms": round(statistics.fmean(ms), 1) if ms else None,
         "cores": cores,
+        "answers_by_worker": dict(sorted(getattr(phase, "by_worker", {}).items())),
     }
     if phase.server_cpu_s is not None and done:
         cpu_ms = 1000 * phase.server_cpu_s / done
