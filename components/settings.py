@@ -139,6 +139,12 @@ _SETTINGS = (
     ),
     # -- serving --------------------------------------------------------------------------------------------
     Setting(
+        "ADAPTIVE_ACCESS_LOG",
+        "0",
+        "serving",
+        "1 logs one line per HTTP request (uvicorn's access log; off by default: it costs CPU per request).",
+    ),
+    Setting(
         "ADAPTIVE_API_TOKEN",
         None,
         "serving",

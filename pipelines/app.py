@@ -43,6 +43,7 @@ from fastapi.responses import (
     Response,
 )
 
+from adaptive_retrieval.components import settings as app_settings
 from adaptive_retrieval.pipelines.drawing import (
     DETAILS,
     PIPELINE_NAMES,
@@ -55,6 +56,8 @@ from adaptive_retrieval.pipelines.drawing import (
 
 logger = logging.getLogger(__name__)
 PIPELINES_DIR = Path(__file__).resolve().parent
+#: Environment variable: 1 logs one line per HTTP request (see access_log_on).
+ACCESS_LOG_ENV = "ADAPTIVE_ACCESS_LOG"
 
 
 def _text(name: str, detail: str) -> str:
@@ -182,6 +185,14 @@ def _document_bearer_auth(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def access_log_on() -> bool:
+    """Whether the server logs one line per HTTP request (``$ADAPTIVE_ACCESS_LOG=1``; uvicorn's access log, through
+    Hayhooks' loguru in a one-process server). Off by default: `serve --workers N` never logged requests, and in
+    one process it is CPU per request (``scripts/profile_server.py`` shows its share); errors are logged either
+    way."""
+    return app_settings.flag(ACCESS_LOG_ENV)
+
+
 def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 1416) -> FastAPI:
     """The served app: Hayhooks' app for the wrappers under ``pipelines_dir`` (default: this package's folder)
     with the pipeline set fixed at start-up (no deploy/undeploy routes), plus ``/diagrams``, ``DELETE /sources``,
@@ -209,6 +220,8 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     settings.cors_allow_origins = []
     # Hayhooks' durable mode is its fixed pipeline set: loaded once at start-up, no deploy/undeploy routes.
     settings.durable_mode = not policy.allow_deploy
+    # uvicorn's per-request log (through Hayhooks' loguru) only when asked for: see access_log_on.
+    logging.getLogger("uvicorn.access").disabled = not access_log_on()
     if policy.allow_deploy:
         logger.warning(
             "$ADAPTIVE_DEV_ALLOW_DEPLOY is set: /deploy_files, /deploy-yaml and /undeploy are served, and anyone "

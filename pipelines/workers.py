@@ -198,9 +198,12 @@ def worker_main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker-{index} %(levelname)s %(name)s: %(message)s")
     import uvicorn
 
+    from adaptive_retrieval.pipelines.app import access_log_on
+
     runtime = Path(args.runtime)
     app = worker_app(runtime, index, count, args.host, args.port, args.pipelines_dir)
-    server = uvicorn.Server(uvicorn.Config(app, fd=args.fd, log_level="warning", lifespan="on"))
+    log_level = "info" if access_log_on() else "warning"  # info: uvicorn's access log, one line per request
+    server = uvicorn.Server(uvicorn.Config(app, fd=args.fd, log_level=log_level, lifespan="on"))
 
     def mark_ready() -> None:
         while not server.started and not server.should_exit:
