@@ -101,12 +101,14 @@ IDLE_LEAVES = ("Runner.run", "Condition.wait", "Queue.get", "Event.wait", "selec
 
 def stage_of(frames: list[tuple[str, str]]) -> str | None:
     """The stage of one sampled stack (``(function, file)`` pairs, outermost first); ``None`` for start-up,
-    shut-down and idle stacks."""
+    shut-down and idle stacks, and for samples without a Python frame."""
+    host = any(f.startswith("process ") and "pipelines.store_host" in f for f, _ in frames)
+    frames = [(f, path) for f, path in frames if not (f.startswith("process ") and not path)]
     if not frames or frames[-1][0].rpartition(".")[2] in {f.rpartition(".")[2] for f in IDLE_LEAVES}:
         return None
     if any(m in f or m in path for f, path in frames for m in STARTUP_MARKERS):
         return None
-    if any(f.startswith("process ") and "pipelines.store_host" in f for f, _ in frames):
+    if host:
         # The store host of `serve --workers N` (py-spy --subprocesses names each process as an outer frame).
         if not any(f == "_Connection.handle" for f, _ in frames):
             return None  # its indexing app, idle here
