@@ -70,7 +70,7 @@ def blend_graph_ranking(
     stored = chunks_with_dense_vectors(search, [c for c, _ in ranked])
     best = ranked[0][1]
     q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-    scored: list[tuple[float, Document]] = []
+    scored: list[tuple[float, str, float, Document]] = []
     for chunk_id, graph_score in ranked:
         doc = stored.get(chunk_id)
         if doc is None:  # in the graph but no longer in the document store
@@ -79,10 +79,13 @@ def blend_graph_ranking(
         if similarity_weight > 0 and q is not None and doc.embedding is not None:
             similarity = float(np.dot(q, np.asarray(doc.embedding, dtype=np.float32)))
             score = (1 - similarity_weight) * score + similarity_weight * similarity
-        meta = {**doc.meta, **annotate(chunk_id, graph_score)}
-        scored.append((score, replace(doc, score=score, meta=meta)))
-    scored.sort(key=lambda x: (-x[0], x[1].id))
-    return [d for _, d in scored[:top_k]]
+        scored.append((score, doc.id, graph_score, doc))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    # Only the kept chunks become new Documents (the pool is twice top_k or more).
+    return [
+        replace(doc, score=score, meta={**doc.meta, **annotate(doc.id, graph_score)})
+        for score, _, graph_score, doc in scored[:top_k]
+    ]
 
 
 @component
