@@ -1,6 +1,6 @@
-"""The vectors a `serve --workers N` worker keeps from its store host: searches and fetches answer exactly what the embedded
-store answers (every field, in order), a write empties what was kept, a host restart too, and the cache's own
-bounds. A real host on a real Unix socket."""
+"""The vectors a `serve --workers N` worker keeps from its store host: searches and fetches answer exactly what
+the embedded store answers (every field, in order), a write empties what was kept, a host restart too, and the
+cache's own bounds. A real host on a real Unix socket."""
 
 from __future__ import annotations
 
