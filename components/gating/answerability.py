@@ -20,6 +20,17 @@ the query and looks for it passage by passage:
   passage (hotpotqa100: 76 % of answerable questions passed at 0.55 against 88 % over all passages, the gate's
   AUROC 0.895 against 0.904) and gained nothing on the law set, so every returned passage counts.
 
+- **Soft matches** (with :class:`~adaptive_retrieval.components.gating.word_vectors.WordVectors`): a passage that
+  words the relation otherwise ("spouse" asked, "wife" written; "founders" / "founded") holds the fact without the
+  stem. An asked word a passage lacks gets partial credit from the passage's most similar word (single-word
+  MiniLM vectors; the question's own names excluded): ``clip((cos - floor) / (1 - floor), 0, 1)``, so a near
+  synonym (cos 0.87) counts 2/3 and a word of the same field ("color" / "white", 0.78) about half. ``floor`` is
+  read off the index (the self-calibration: a quantile of what absent attributes reach, :func:`unmatched`).
+  Measured on the development sets' dumped attempt-0 lists (the gate's AUROC, pass answerable / unanswerable,
+  lexical → soft at floor 0.6): dragonball_law_en 0.882, 94/18 → 0.884, 94/20; musique_dev100 0.888, 74/15 →
+  0.891, 76/15; hotpotqa100 0.904, 88/25 → 0.905, 88/25. All-or-nothing credit at a cut passes the "favorite
+  color" questions (cos of "color" and "white" 0.78): at 0.75 the law set's unanswerable pass rate went 18 → 30 %.
+
 The gate (:class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate`) reads it as the ``asked`` signal
 and vetoes a pass when it falls below its ``asked_threshold`` (set by the self-calibration on pseudo-queries that ask
 an attribute present in a document against ones that ask an attribute no passage of that document holds).
@@ -28,6 +39,7 @@ Usage::
 
     asked_terms("Who was the defense lawyer for T. Collins?", ["T. Collins"])   # {'defens', 'lawyer'}
     asked_coverage(documents, "Who was the defense lawyer for T. Collins?", ["T. Collins"])  # 1.0
+    asked_coverage(documents, query, names, vectors=WordVectors(), floor=0.6)   # with soft matches
 """
 
 from __future__ import annotations
@@ -36,10 +48,15 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.text.terms import content_terms
+from adaptive_retrieval.components.text.terms import content_terms, content_words, stems
+
+if TYPE_CHECKING:
+    from adaptive_retrieval.components.gating.word_vectors import WordVectors
 
 _OPERATORS = Path(__file__).resolve().parent / "data" / "question_operators.txt"
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
@@ -52,22 +69,88 @@ def question_operators() -> frozenset[str]:
     return frozenset(content_terms(" ".join(w.strip() for w in lines if w.strip() and not w.startswith("#"))))
 
 
-def asked_terms(query: str, names: Sequence[str]) -> set[str]:
-    """The stemmed terms of what ``query`` asks for (see the module docstring); ``names``: the query's names."""
+def asked_words(query: str, names: Sequence[str]) -> dict[str, str]:
+    """What ``query`` asks for (see the module docstring), stem → the word the query writes (its first)."""
     found = _QUESTION_WORD.search(query)
     clause = query[found.start() :] if found else query
-    return content_terms(clause) - content_terms(" ".join(names)) - question_operators()
+    drop = content_terms(" ".join(names)) | question_operators()
+    words = content_words(clause)
+    out: dict[str, str] = {}
+    for word, stem in zip(words, stems(words), strict=True):
+        if stem not in drop:
+            out.setdefault(stem, word)
+    return out
 
 
-def asked_coverage(documents: Sequence[Document], query: str, names: Sequence[str]) -> float:
+def asked_terms(query: str, names: Sequence[str]) -> set[str]:
+    """The stemmed terms of what ``query`` asks for (see the module docstring); ``names``: the query's names."""
+    return set(asked_words(query, names))
+
+
+def _credits(
+    documents: Sequence[Document],
+    asked: dict[str, str],
+    names: Sequence[str],
+    vectors: WordVectors | None,
+    floor: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per passage and asked term: the credit (1 for the stem, else the soft credit) ``[docs, terms]`` and the
+    best similarity of each term no passage holds by stem (``nan`` for the others; empty without vectors)."""
+    terms = list(asked)
+    texts = [content_words(doc.content or "") for doc in documents]
+    held = [set(stems(words)) for words in texts]
+    credit = np.asarray([[t in stemmed for t in terms] for stemmed in held], dtype=np.float64).reshape(len(texts), -1)
+    missing = [j for j in range(len(terms)) if not credit[:, j].all()]
+    best = np.full(len(terms), np.nan)
+    if vectors is None or not missing:
+        return credit, best
+    vectors.warm_up()
+    named = set(content_words(" ".join(names)))
+    kept = [sorted({w for w in words if w not in named and w in vectors}) for words in texts]
+    union = sorted(set().union(*kept))
+    if not union:
+        best[[j for j in missing if not credit[:, j].any()]] = 0.0
+        return credit, best
+    nowhere = [k for k, j in enumerate(missing) if not credit[:, j].any()]  # no passage holds the stem
+    column = {w: i for i, w in enumerate(union)}
+    sims = vectors.similarity([asked[terms[j]] for j in missing], union)
+    for i, words in enumerate(kept):
+        top = sims[:, [column[w] for w in words]].max(axis=1) if words else np.zeros(len(missing))
+        soft = np.clip((top - floor) / max(1.0 - floor, 1e-9), 0.0, 1.0)
+        credit[i, missing] = np.maximum(credit[i, missing], soft)
+    best[[missing[k] for k in nowhere]] = sims[nowhere].max(axis=1)
+    return credit, best
+
+
+def asked_coverage(
+    documents: Sequence[Document],
+    query: str,
+    names: Sequence[str],
+    vectors: WordVectors | None = None,
+    floor: float = 1.0,
+) -> float:
     """How much of what ``query`` asks for the returned passages hold, in [0, 1]: the mean of the best single
     passage's share of :func:`asked_terms` and the share found across all of them (``names``: the query's names,
-    left out of the asked terms). 1.0 when the query asks nothing beyond its names, 0.0 without passages."""
-    asked = asked_terms(query, names)
+    left out of the asked terms). 1.0 when the query asks nothing beyond its names, 0.0 without passages.
+
+    :param vectors: word vectors for soft matches (``None``: stems only).
+    :param floor: the similarity at which a soft match starts to count (1.0: stems only).
+    """
+    asked = asked_words(query, names)
     if not asked:
         return 1.0
-    found = [content_terms(doc.content or "") & asked for doc in documents]
-    if not found:
+    if not documents:
         return 0.0
-    best = max(len(terms) for terms in found)
-    return 0.5 * (best + len(set().union(*found))) / len(asked)
+    credit, _ = _credits(documents, asked, names, vectors if floor < 1.0 else None, floor)
+    return float(0.5 * (credit.sum(axis=1).max() + credit.max(axis=0).sum()) / len(asked))
+
+
+def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], vectors: WordVectors) -> list[float]:
+    """For each asked word that no returned passage holds by stem, its best similarity to a passage word (the
+    query's names excluded): over absent-attribute pseudo-queries, what an absent attribute reaches by
+    similarity alone, from which the self-calibration reads the soft-match ``floor``."""
+    asked = asked_words(query, names)
+    if not asked or not documents:
+        return []
+    _, best = _credits(documents, asked, names, vectors, 1.0)
+    return [float(v) for v in best if not np.isnan(v)]
