@@ -87,39 +87,49 @@ def asked_terms(query: str, names: Sequence[str]) -> set[str]:
     return set(asked_words(query, names))
 
 
-def _credits(
-    documents: Sequence[Document],
-    asked: dict[str, str],
-    names: Sequence[str],
-    vectors: WordVectors | None,
-    floor: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per passage and asked term: the credit (1 for the stem, else the soft credit) ``[docs, terms]`` and the
-    best similarity of each term no passage holds by stem (``nan`` for the others; empty without vectors)."""
-    terms = list(asked)
+def _lexical(documents: Sequence[Document], terms: list[str]) -> tuple[list[list[str]], np.ndarray]:
+    """Each passage's content words and which asked ``terms`` (stems) it holds ``[docs, terms]`` (0/1)."""
     texts = [content_words(doc.content or "") for doc in documents]
     held = [set(stems(words)) for words in texts]
-    credit = np.asarray([[t in stemmed for t in terms] for stemmed in held], dtype=np.float64).reshape(len(texts), -1)
-    missing = [j for j in range(len(terms)) if not credit[:, j].all()]
-    best = np.full(len(terms), np.nan)
-    if vectors is None or not missing:
-        return credit, best
+    credit = np.asarray([[t in stemmed for t in terms] for stemmed in held], dtype=np.float64)
+    return texts, credit.reshape(len(texts), len(terms))
+
+
+def _soft(
+    texts: list[list[str]],
+    credit: np.ndarray,
+    asked: list[str],
+    names: Sequence[str],
+    vectors: WordVectors,
+    floor: float,
+) -> np.ndarray:
+    """Raise ``credit`` (in place) with soft matches of the ``asked`` words (one per column) in each passage's
+    words ``texts`` (the query's ``names`` excluded); returns each asked word's best similarity in any passage
+    (``nan`` for words every passage holds by stem)."""
+    best = np.full(len(asked), np.nan)
+    missing = [j for j in range(len(asked)) if not credit[:, j].all()]
+    if not missing:
+        return best
     vectors.warm_up()
     named = set(content_words(" ".join(names)))
-    kept = [sorted({w for w in words if w not in named and w in vectors}) for words in texts]
-    union = sorted(set().union(*kept))
+    kept = [vectors.known(set(words) - named) for words in texts]
+    union = list(set().union(*kept))
     if not union:
-        best[[j for j in missing if not credit[:, j].any()]] = 0.0
-        return credit, best
-    nowhere = [k for k, j in enumerate(missing) if not credit[:, j].any()]  # no passage holds the stem
-    column = {w: i for i, w in enumerate(union)}
-    sims = vectors.similarity([asked[terms[j]] for j in missing], union)
+        best[missing] = 0.0
+        return best
+    column = dict(zip(union, range(len(union)), strict=True))
+    sims = vectors.similarity([asked[j] for j in missing], union)
+    best[missing] = sims.max(axis=1)
     for i, words in enumerate(kept):
-        top = sims[:, [column[w] for w in words]].max(axis=1) if words else np.zeros(len(missing))
-        soft = np.clip((top - floor) / max(1.0 - floor, 1e-9), 0.0, 1.0)
-        credit[i, missing] = np.maximum(credit[i, missing], soft)
-    best[[missing[k] for k in nowhere]] = sims[nowhere].max(axis=1)
-    return credit, best
+        if words:
+            top = sims[:, np.fromiter((column[w] for w in words), dtype=np.int64, count=len(words))].max(axis=1)
+            soft = np.clip((top - floor) / max(1.0 - floor, 1e-9), 0.0, 1.0)
+            credit[i, missing] = np.maximum(credit[i, missing], soft)
+    return best
+
+
+def _coverage(credit: np.ndarray) -> float:
+    return float(0.5 * (credit.sum(axis=1).max() + credit.max(axis=0).sum()) / credit.shape[1])
 
 
 def asked_coverage(
@@ -128,6 +138,7 @@ def asked_coverage(
     names: Sequence[str],
     vectors: WordVectors | None = None,
     floor: float = 1.0,
+    needed: float = 1.0,
 ) -> float:
     """How much of what ``query`` asks for the returned passages hold, in [0, 1]: the mean of the best single
     passage's share of :func:`asked_terms` and the share found across all of them (``names``: the query's names,
@@ -135,14 +146,21 @@ def asked_coverage(
 
     :param vectors: word vectors for soft matches (``None``: stems only).
     :param floor: the similarity at which a soft match starts to count (1.0: stems only).
+    :param needed: soft matches are looked for only when the stems cover less than this (the gate passes its
+        ``asked_threshold``: a coverage at or above it passes with or without them, and the table lookups are
+        skipped); 1.0: whenever a stem is missing.
     """
     asked = asked_words(query, names)
     if not asked:
         return 1.0
     if not documents:
         return 0.0
-    credit, _ = _credits(documents, asked, names, vectors if floor < 1.0 else None, floor)
-    return float(0.5 * (credit.sum(axis=1).max() + credit.max(axis=0).sum()) / len(asked))
+    texts, credit = _lexical(documents, list(asked))
+    coverage = _coverage(credit)
+    if vectors is None or floor >= 1.0 or coverage >= needed:
+        return coverage
+    _soft(texts, credit, list(asked.values()), names, vectors, floor)
+    return _coverage(credit)
 
 
 def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], vectors: WordVectors) -> list[float]:
@@ -152,5 +170,7 @@ def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], v
     asked = asked_words(query, names)
     if not asked or not documents:
         return []
-    _, best = _credits(documents, asked, names, vectors, 1.0)
-    return [float(v) for v in best if not np.isnan(v)]
+    texts, credit = _lexical(documents, list(asked))
+    nowhere = ~credit.any(axis=0)
+    best = _soft(texts, credit, list(asked.values()), names, vectors, 1.0)
+    return [float(v) for v in best[nowhere]]

@@ -293,7 +293,9 @@ class QualityGate:
             sizes = fusion.get("sizes", {})
             channels = [c for c in fusion["weights"] if sizes.get(c, 1) > 0]
         vectors = self._vectors if self.asked_floor < 1.0 and self.asked_threshold > 0 else None
-        signals = gate_signals(documents, query, query_embedding, channels, self.signal_k, vectors, self.asked_floor)
+        signals = gate_signals(
+            documents, query, query_embedding, channels, self.signal_k, vectors, self.asked_floor, self.asked_threshold
+        )
         if self.reader is not None:
             signals["reader"] = self.reader.score(query, list(documents[: self.signal_k]))
         return signals

@@ -18,8 +18,8 @@
   counts); with the evidence gone, the page titled by it is what is missing;
 - ``asked``: whether the passages hold what the question asks for, not only whom it names: the share of the
   question's asked terms (its non-name content words after the question word) in the returned passages, half
-  from the best single passage, half over all of them; with word vectors, a word a passage lacks gets partial
-  credit from the passage's most similar word above ``floor``
+  from the best single passage, half over all of them; with word vectors, where the stems fall short of the
+  gate's threshold, a word a passage lacks gets partial credit from the passage's most similar word above ``floor``
   (:mod:`~adaptive_retrieval.components.gating.answerability`).
 
 Usage::
@@ -75,6 +75,7 @@ def gate_signals(
     k: int = 5,
     vectors: WordVectors | None = None,
     floor: float = 1.0,
+    needed: float = 1.0,
 ) -> dict[str, float]:
     """The signals of the module docstring for ``documents`` in their final order.
 
@@ -87,6 +88,8 @@ def gate_signals(
         every document).
     :param vectors: word vectors for the ``asked`` signal's soft matches (``None``: stems only).
     :param floor: the similarity at which a soft match starts to count (1.0: stems only).
+    :param needed: soft matches are looked for only when the stems cover less of the asked words than this
+        (the gate's ``asked_threshold``).
     """
     if k < 1:
         msg = f"k must be >= 1, got {k}"
@@ -121,7 +124,7 @@ def gate_signals(
         signals["coverage"] = 1.0  # nothing to cover (a query of stop words): not evidence of a miss
 
     written = query_names(query)
-    signals["asked"] = asked_coverage(documents, query, written, vectors, floor)
+    signals["asked"] = asked_coverage(documents, query, written, vectors, floor, needed)
     names = {normalise_key(n) for n in written}
     if names:
         texts = [" " + normalise_key(f"{d.meta.get('title', '')} {d.content or ''}") + " " for d in documents]

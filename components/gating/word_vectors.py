@@ -6,7 +6,7 @@ words with a passage's words by stem. A passage that words the relation otherwis
 "founders" / "founded") holds the fact without the stem; a word's vector finds it. One vector per word, not per
 token in context: the passages' words are looked up, never encoded at query time, so the check costs a table
 gather and one small matrix product per query. The table (~21,000 words of the tokenizer's vocabulary: alphabetic,
-at least 3 letters, not stop words; float16, ~16 MB) is encoded once per model and kept in the embedding cache
+at least 3 letters, not stop words; ~32 MB) is encoded once per model and kept in the embedding cache
 (:func:`~adaptive_retrieval.components.models.embedding_cache.cached_encode`: ~15 s on one CPU core the first
 time, then read from disk). A question word outside the table is encoded at query time (a few per process,
 kept in a small LRU).
@@ -74,18 +74,22 @@ class WordVectors:
             encoder = get_encoder(self.model, self.precision, self.device)
             words = vocabulary_words(encoder)
             logger.info("Word vectors: %d words of %s", len(words), encoder.model_dir.name)
-            self._table = cached_encode(encoder, words).astype(np.float16)
+            self._table = cached_encode(encoder, words)
             self._rows = {w: i for i, w in enumerate(words)}
             self._encoder = encoder
 
     def __contains__(self, word: str) -> bool:
         return word in self._rows
 
+    def known(self, words: set[str]) -> set[str]:
+        """The words of ``words`` that the table holds (empty before ``warm_up``)."""
+        return words & self._rows.keys()
+
     def _vector(self, word: str) -> np.ndarray:
         """One word's vector: from the table, else encoded (and kept in the LRU)."""
         if word in self._rows:
             assert self._table is not None
-            return self._table[self._rows[word]].astype(np.float32)
+            return self._table[self._rows[word]]
         with self._lock:
             cached = self._extra.get(word)
             if cached is not None:
@@ -108,8 +112,7 @@ class WordVectors:
         if not asked or not words:
             return out
         left = np.stack([self._vector(w) for w in asked])
-        known = [i for i, w in enumerate(words) if w in self._rows]
-        if known:
-            right = self._table[[self._rows[words[i]] for i in known]].astype(np.float32)
-            out[:, known] = left @ right.T
+        rows = np.fromiter((self._rows.get(w, -1) for w in words), dtype=np.int64, count=len(words))
+        held = rows >= 0
+        out[:, held] = left @ self._table[rows[held]].T
         return out
