@@ -44,6 +44,7 @@ Usage::
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     from adaptive_retrieval.components.gating.word_vectors import WordVectors
 
 _OPERATORS = Path(__file__).resolve().parent / "data" / "question_operators.txt"
+#: Shortest stem that matches by prefix (a design constant, not fitted: the only value tried).
+PREFIX_MIN = 5
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 
 
@@ -87,11 +90,27 @@ def asked_terms(query: str, names: Sequence[str]) -> set[str]:
     return set(asked_words(query, names))
 
 
+def _variants(term: str, stemmed: list[str]) -> set[str]:
+    """The stems of ``stemmed`` (sorted) that ``term`` matches: itself, and from :data:`PREFIX_MIN` letters on,
+    the stems it is a prefix of ("method" → "methodolog") and those that are a prefix of it ("creat" ← "creator")."""
+    found = {term}
+    if len(term) >= PREFIX_MIN:
+        start = bisect.bisect_left(stemmed, term)
+        while start < len(stemmed) and stemmed[start].startswith(term):
+            found.add(stemmed[start])
+            start += 1
+        found.update(term[:k] for k in range(PREFIX_MIN, len(term)))
+    return found
+
+
 def _lexical(documents: Sequence[Document], terms: list[str]) -> tuple[list[list[str]], np.ndarray]:
-    """Each passage's content words and which asked ``terms`` (stems) it holds ``[docs, terms]`` (0/1)."""
+    """Each passage's content words and which asked ``terms`` (stems, or a stem variant, :func:`_variants`) it
+    holds ``[docs, terms]`` (0/1)."""
     texts = [content_words(doc.content or "") for doc in documents]
     held = [set(stems(words)) for words in texts]
-    credit = np.asarray([[t in stemmed for t in terms] for stemmed in held], dtype=np.float64)
+    stemmed = sorted(set().union(*held))
+    variants = [_variants(t, stemmed) for t in terms]
+    credit = np.asarray([[not forms.isdisjoint(stems_) for forms in variants] for stems_ in held], dtype=np.float64)
     return texts, credit.reshape(len(texts), len(terms))
 
 
@@ -128,8 +147,19 @@ def _soft(
     return best
 
 
-def _coverage(credit: np.ndarray) -> float:
-    return float(0.5 * (credit.sum(axis=1).max() + credit.max(axis=0).sum()) / credit.shape[1])
+def _coverage(credit: np.ndarray, groups: list[np.ndarray]) -> float:
+    """The mean of the best document's share (its passages' credits, ``groups``: the rows of each document) and
+    the share over all passages."""
+    best = max(credit[rows].max(axis=0).sum() for rows in groups)
+    return float(0.5 * (best + credit.max(axis=0).sum()) / credit.shape[1])
+
+
+def _groups(documents: Sequence[Document]) -> list[np.ndarray]:
+    """The rows of each document among ``documents`` (passages by ``meta["doc_id"]``, else each its own)."""
+    rows: dict[str, list[int]] = {}
+    for i, doc in enumerate(documents):
+        rows.setdefault(str(doc.meta.get("doc_id") or f"#{i}"), []).append(i)
+    return [np.asarray(r) for r in rows.values()]
 
 
 def asked_coverage(
@@ -156,11 +186,12 @@ def asked_coverage(
     if not documents:
         return 0.0
     texts, credit = _lexical(documents, list(asked))
-    coverage = _coverage(credit)
+    groups = _groups(documents)
+    coverage = _coverage(credit, groups)
     if vectors is None or floor >= 1.0 or coverage >= needed:
         return coverage
     _soft(texts, credit, list(asked.values()), names, vectors, floor)
-    return _coverage(credit)
+    return _coverage(credit, groups)
 
 
 def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], vectors: WordVectors) -> list[float]:
