@@ -1,39 +1,44 @@
-"""Answerability without an LLM: does one returned passage hold what the question asks for?
+"""Answerability without an LLM: does one returned document hold what the question asks for?
 
 A document on the right topic is not an answer: "What is the favourite cuisine of the defence lawyer K. Gonzalez?"
 retrieves the judgment that names him, and every evidence signal (similarity, names, coverage over the whole list)
 says "found". What is missing is the *asked* part: the attribute, relation or quantity. This module reads it from
-the query and looks for it passage by passage:
+the query and looks for it document by document:
 
 - :func:`asked_terms`: the stemmed content words of the clause the first question word opens ("what is the
   favourite cuisine of the defence lawyer K. Gonzalez" → favourit, cuisin, defenc, lawyer), without the query's
   names and without the framing words of ``data/question_operators.txt`` ("according", "mentioned", "document"…);
   a query without a question word keeps all its non-name content words;
 - :func:`asked_coverage`: how many of those terms the returned passages contain: the mean of the best single
-  passage's share and the share over all of them (one passage holding the attribute counts fully, a list that
-  only spreads it thinly counts half). Measured on dragonball_law_en (answerable vs. "Irrelevant Unsolvable"
+  document's share (the passages of one ``doc_id`` together) and the share over all of them (one document
+  holding the attribute counts fully, a list that only spreads it thinly counts half). A term matches its stem
+  and, from :data:`PREFIX_MIN` letters on, stems it is a prefix of or that are a prefix of it ("methodology" /
+  "method", "creator" / "creation"). Measured on dragonball_law_en (answerable vs. "Irrelevant Unsolvable"
   questions, AUROC of the signal alone, passages holding a name only): sentence windows of 1/2/4 sentences in
   the top 5 passages 0.72/0.72/0.74, whole passages in the top 5 0.77, whole passages in all returned (~13)
   0.86, the mean of best and all 0.88. A fact's words often sit in a passage the top 5 does not reach (a
   judgment's header lists the defendant's occupation; the question retrieves the crime's narrative first).
   Counting only the passages that hold one of the question's names cost multi-hop questions their bridge
   passage (hotpotqa100: 76 % of answerable questions passed at 0.55 against 88 % over all passages, the gate's
-  AUROC 0.895 against 0.904) and gained nothing on the law set, so every returned passage counts.
-
-- **Soft matches** (with :class:`~adaptive_retrieval.components.gating.word_vectors.WordVectors`): a passage that
-  words the relation otherwise ("spouse" asked, "wife" written; "founders" / "founded") holds the fact without the
-  stem. An asked word a passage lacks gets partial credit from the passage's most similar word (single-word
-  MiniLM vectors; the question's own names excluded): ``clip((cos - floor) / (1 - floor), 0, 1)``, so a near
-  synonym (cos 0.87) counts 2/3 and a word of the same field ("color" / "white", 0.78) about half. ``floor`` is
-  read off the index (the self-calibration: a quantile of what absent attributes reach, :func:`unmatched`).
-  Measured on the development sets' dumped attempt-0 lists (the gate's AUROC, pass answerable / unanswerable,
-  lexical → soft at floor 0.6): dragonball_law_en 0.882, 94/18 → 0.884, 94/20; musique_dev100 0.888, 74/15 →
-  0.891, 76/15; hotpotqa100 0.904, 88/25 → 0.905, 88/25. All-or-nothing credit at a cut passes the "favorite
+  AUROC 0.895 against 0.904) and gained nothing on the law set, so every returned passage counts. The best
+  *document* rather than the best passage, with prefix matches, kept the law set as it was and took ARAGOG (a
+  paper's chunks; wordy questions) from 0.923, 88/17 to 0.933, 92/18 (the gate's AUROC, pass % answerable /
+  unanswerable, on its dumped attempt-0 lists; without the check 0.937, 94/18).
+- **Soft matches** (with :class:`~adaptive_retrieval.components.gating.word_vectors.WordVectors`), looked up only
+  where the stems fall short of the gate's threshold: a passage that words the relation otherwise ("spouse"
+  asked, "wife" written) holds the fact without the stem. An asked word a passage lacks gets partial credit from
+  the passage's most similar word (single-word MiniLM vectors; the question's own names excluded):
+  ``clip((cos - floor) / (1 - floor), 0, 1)``, so a near synonym (cos 0.87) counts 2/3 and a word of the same
+  field ("color" / "white", 0.78) about half. ``floor`` is read off the index (the self-calibration: a quantile
+  of what absent attributes reach, :func:`unmatched`). Measured on the development sets' dumped attempt-0 lists
+  (stems → soft at floor 0.6): dragonball_law_en 0.882, 94/18 → 0.884, 94/20; musique_dev100 0.888, 74/15 →
+  0.891, 76/15; hotpotqa100 0.904, 88/25 → 0.905, 88/25. All-or-nothing credit at a cut passed the "favorite
   color" questions (cos of "color" and "white" 0.78): at 0.75 the law set's unanswerable pass rate went 18 → 30 %.
 
 The gate (:class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate`) reads it as the ``asked`` signal
 and vetoes a pass when it falls below its ``asked_threshold`` (set by the self-calibration on pseudo-queries that ask
-an attribute present in a document against ones that ask an attribute no passage of that document holds).
+an attribute present in a document against ones that ask an attribute no passage of that document holds; off on an
+index where those hold back few absent attributes).
 
 Usage::
 

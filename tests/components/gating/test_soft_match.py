@@ -133,3 +133,22 @@ def test_the_gate_passes_a_paraphrased_attribute_and_holds_an_absent_one(vectors
     lexical = QualityGate(**model, asked_floor=0.6, max_retries=0, soft_match=False)
     held = lexical.run(documents=docs, query="What team was Anna Benson's husband on?", query_embedding=e[0])
     assert held["signals"]["asked"] < paraphrased["signals"]["asked"]
+
+
+def test_stems_match_by_prefix_from_five_letters() -> None:
+    docs = [Document(content="The method of Ada Lovelace was published in 1843.")]
+    query = "What methodology did Ada Lovelace publish?"
+    assert asked_coverage(docs, query, query_names(query)) == 1.0  # methodolog ~ method, publish ~ published
+    short = "What pets did Ada Lovelace keep?"  # "pet" is too short to match "petition" by prefix
+    assert asked_coverage([Document(content="Ada Lovelace signed a petition.")], short, query_names(short)) == 0.0
+
+
+def test_the_passages_of_one_document_count_together() -> None:
+    query = "Who was the defense lawyer of K. Gonzalez and which firm?"
+    head = "Defense lawyer: K. Gonzalez."
+    tail = "The firm Gonzalez & Partners represented him."
+    same = [Document(content=head, meta={"doc_id": "j"}), Document(content=tail, meta={"doc_id": "j"})]
+    apart = [Document(content=head, meta={"doc_id": "j"}), Document(content=tail, meta={"doc_id": "k"})]
+    names = query_names(query)
+    assert asked_coverage(same, query, names) == 1.0  # one judgment holds all three words
+    assert asked_coverage(apart, query, names) == pytest.approx(0.5 * (2 + 3) / 3)  # best document 2 of 3
