@@ -214,7 +214,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         f"{r['pass_present']:.0%} with the source present, {r['pass_excluded']:.0%} with it excluded "
         f"(the prior {r['prior_pass_present']:.0%} / {r['prior_pass_excluded']:.0%})\n"
         + (
-            f"asked check at {fitted['asked_threshold']:.2f}: passes {r['asked_pass_present']:.0%} of the named "
+            f"asked check {r.get('asked_check', 'on')} at {fitted['asked_threshold']:.2f} (soft matches from word "
+            f"similarity {fitted.get('asked_floor', 1.0):.2f}): passes {r['asked_pass_present']:.0%} of the named "
             f"pseudo-queries, {r['asked_pass_absent']:.0%} of their absent-attribute variants\n"
             if "asked_pass_present" in r
             else ""

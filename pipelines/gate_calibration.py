@@ -45,8 +45,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from haystack import Pipeline
+from haystack import Document, Pipeline
 
+from adaptive_retrieval.components.gating.answerability import asked_coverage, unmatched
+from adaptive_retrieval.components.gating.calibration import fit_asked_floor, load_prior
 from adaptive_retrieval.components.gating.pseudo_queries import PseudoQuery, pseudo_queries
 from adaptive_retrieval.components.gating.self_calibration import (
     DEFAULT_L2,
@@ -56,6 +58,7 @@ from adaptive_retrieval.components.gating.self_calibration import (
 )
 from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.models.query_vector import as_float_list
+from adaptive_retrieval.components.text.names import query_names
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
 logger = logging.getLogger(__name__)
@@ -79,10 +82,11 @@ CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
 DEFAULT_QUERIES = 500
 
 
-def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, float], dict[str, float]]:
-    """The gate's attempt-0 signals with the sources present, and with their documents excluded."""
+def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, float], dict[str, float], list[Document]]:
+    """The gate's attempt-0 signals with the sources present, and with their documents excluded, and the
+    documents returned with the sources present."""
     result = pipeline.run(
-        query_inputs(pipeline, query.text), include_outputs_from={"query_embedder", "router", "joiner"}
+        query_inputs(pipeline, query.text), include_outputs_from={"query_embedder", "router", "joiner", "gate"}
     )
     present = result["gate"]["attempts"][0]["signals"]
     router, joiner = result["router"], result["joiner"]
@@ -96,7 +100,7 @@ def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, flo
         documents=selected, query=query.text, top_k=router["top_k"], rerank=router["rerank"]
     )["documents"]
     absent = pipeline.get_component("gate").signals(ranked, query.text, embedding, joiner["fusion"])
-    return present, absent
+    return present, absent, result["gate"]["documents"]
 
 
 def collect_signals(
@@ -127,19 +131,28 @@ def collect_signals(
     retries = gate.max_retries
     gate.max_retries = 0  # the signals of attempt 0 are what the gate judges first
     x: list[list[float]] = []
-    asked: list[tuple[float, float]] = []  # (present, absent attribute) of the named queries that have both
+    runs: list[tuple[PseudoQuery, list[Document], list[Document]]] = []  # named queries: present, absent attribute
     try:
         for i, query in enumerate(sampled):
-            present, absent = _signals_pair(pipeline, query)
+            present, absent, documents = _signals_pair(pipeline, query)
             x += [[present[s] for s in SIGNALS], [absent[s] for s in SIGNALS]]
             if query.absent:
-                result = pipeline.run(query_inputs(pipeline, query.absent))
-                asked.append((present["asked"], result["gate"]["attempts"][0]["signals"]["asked"]))
+                result = pipeline.run(query_inputs(pipeline, query.absent), include_outputs_from={"gate"})
+                runs.append((query, documents, result["gate"]["documents"]))
             if progress:
                 progress(i + 1, len(sampled))
     finally:
         gate.max_retries = retries
     n = len(sampled)
+    floor, floor_report = _asked_floor(gate, runs)
+    # The pairs' asked signal at this index's floor (the runs used the prior's: the gate had no calibration yet).
+    asked = [
+        [
+            asked_coverage(present, q.text, query_names(q.text), gate.word_vectors, floor),
+            asked_coverage(absent, q.absent or "", query_names(q.absent or ""), gate.word_vectors, floor),
+        ]
+        for q, present, absent in runs
+    ]
     return {
         "x": np.asarray(x, dtype=np.float64),
         "y": np.tile([1, 0], n),
@@ -147,7 +160,24 @@ def collect_signals(
         "queries": sampled,
         "chunks": len(chunks),
         "asked": np.asarray(asked, dtype=np.float64).reshape(-1, 2),
+        "asked_floor": floor,
+        "asked_floor_report": floor_report,
     }
+
+
+def _asked_floor(gate: Any, runs: list[tuple[PseudoQuery, list[Document], list[Document]]]) -> tuple[float, dict]:
+    """The index's soft-match floor (:func:`fit_asked_floor`) from the absent-attribute runs; the prior's when the
+    gate matches stems only."""
+    prior = float(gate.prior["asked_floor"])
+    if gate.word_vectors is None:
+        return 1.0, {}
+    gate.word_vectors.warm_up()
+    values = [
+        v
+        for q, _, absent in runs
+        for v in unmatched(absent, q.absent or "", query_names(q.absent or ""), gate.word_vectors)
+    ]
+    return fit_asked_floor(np.asarray(values), float(load_prior()["asked_floor_quantile"]), prior)
 
 
 def calibrate_pipeline(

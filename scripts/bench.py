@@ -178,12 +178,45 @@ def worker(size: int, queries: int, root: Path, filler: int = 0) -> dict[str, An
         "size": size,
         "indexing": indexing,
         "queries": len(asked),
+        "gate_signals": gate_signals_peer(pipeline, asked),
         "stages": {stage: percentiles(v) for stage, v in stages.items()},
         "end_to_end": percentiles(wall),
         "intents": dict(intents),
         "peak_rss_mb_after_queries": peak_rss_mb(),
         "store_points": store_points(pipeline),
         "filler_points": filled,
+    }
+
+
+def gate_signals_peer(pipeline: Any, asked: list[str]) -> dict[str, Any]:
+    """The gate's signals on each query's returned list, timed with soft matching of the asked words (the gate
+    as configured) and with stems only (its peer, ``soft_match=False``), alternating on the same lists."""
+    from adaptive_retrieval.components.gating.quality_gate import QualityGate
+    from adaptive_retrieval.pipelines.query_pipeline import run_query
+
+    gate = pipeline.get_component("gate")
+    stems_only = QualityGate(signal_k=gate.signal_k, soft_match=False)
+    for name in ("weights", "bias", "pass_threshold", "asked_threshold", "asked_floor"):
+        setattr(stems_only, name, getattr(gate, name))  # the same model as the gate's calibration
+    embedder = pipeline.get_component("query_embedder")
+    times: dict[str, list[float]] = {"soft": [], "stems": []}
+    differ = 0
+    for query in asked:
+        documents = run_query(pipeline, query)["documents"]
+        vector = list(embedder.run(text=query)["vector"])
+        out = {}
+        for name, judge in (("soft", gate), ("stems", stems_only)):
+            start = time.perf_counter()
+            out[name] = judge.signals(documents, query, vector)
+            times[name].append((time.perf_counter() - start) * 1000)
+        differ += out["soft"]["asked"] != out["stems"]["asked"]
+    soft, stems = percentiles(times["soft"]), percentiles(times["stems"])
+    return {
+        "soft": soft,
+        "stems": stems,
+        "p50_ratio": soft["p50_ms"] / stems["p50_ms"],
+        "asked_differs": differ,
+        "asked_floor": gate.asked_floor,
     }
 
 
@@ -279,6 +312,15 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", f"stages at {report['stage_size']} chunks:", "", "| stage | p50 ms | p95 ms |", "|---|---|---|"]
     for stage, v in report["stages"].items():
         lines.append(f"| {stage} | {v['p50_ms']:.2f} | {v['p95_ms']:.2f} |")
+    peer = report.get("gate_signals")
+    if peer:
+        lines += [
+            "",
+            f"gate signals per query (same lists, alternating): soft matching of the asked words p50 "
+            f"{peer['soft']['p50_ms']:.2f} ms / p95 {peer['soft']['p95_ms']:.2f} ms, stems only p50 "
+            f"{peer['stems']['p50_ms']:.2f} ms / p95 {peer['stems']['p95_ms']:.2f} ms "
+            f"({peer['p50_ratio']:.2f}x); asked differs on {peer['asked_differs']} queries",
+        ]
     mmr = report.get("mmr")
     if mmr:
         lines += [
@@ -342,6 +384,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     report["stage_size"] = int(first)
     report["stages"] = measured[first]["stages"]
     report["end_to_end"] = measured[first]["end_to_end"]
+    report["gate_signals"] = measured[first].get("gate_signals")
     report["index_passages_per_s"] = measured[first]["indexing"]["passages_per_s"]
     report["index_peak_rss_mb"] = measured[first]["indexing"]["peak_rss_mb"]
     if args.mmr_queries > 0:

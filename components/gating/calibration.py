@@ -92,7 +92,9 @@ def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return best
 
 
-def fit_asked_threshold(pairs: np.ndarray, prior_threshold: float) -> tuple[dict[str, float], dict[str, Any]]:
+def fit_asked_threshold(
+    pairs: np.ndarray, prior_threshold: float, min_rejection: float = 0.0
+) -> tuple[dict[str, float], dict[str, Any]]:
     """The ``asked_threshold`` for one index from its pseudo-queries' ``asked`` signal: ``pairs`` has one row per
     named pseudo-query, (present, absent attribute).
 
@@ -103,8 +105,13 @@ def fit_asked_threshold(pairs: np.ndarray, prior_threshold: float) -> tuple[dict
     fall: where they cover little, the Youden cut drops below the prior's and the gate relaxes to it; it is never
     made stricter than the prior. Fewer than 10 pairs keep the prior.
 
+    The check is turned off (threshold 0) on an index where it holds back fewer than ``min_rejection`` of the
+    absent-attribute pseudo-queries: there the returned passages hold almost any word between them (open-domain
+    multi-hop corpora: 12 % held back on hotpotqa100 against 54 % on dragonball_law_en), so a veto would mostly
+    cost real questions that word what they ask otherwise than their passage.
+
     Returns ``{"asked_threshold": …}`` and the report (the signal's AUROC on the pairs, their Youden cut, the
-    pass rates of both kinds at the chosen threshold, their quartiles).
+    pass rates of both kinds at the chosen threshold, their quartiles, whether the check is on).
     """
     pairs = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
     if len(pairs) < 10:
@@ -113,7 +120,11 @@ def fit_asked_threshold(pairs: np.ndarray, prior_threshold: float) -> tuple[dict
     labels = np.concatenate([np.ones(len(pairs)), np.zeros(len(pairs))])
     youden = youden_threshold(scores, labels)
     cut = min(prior_threshold, youden)
-    return {"asked_threshold": round(float(cut), 4)}, {
+    rejection = float((pairs[:, 1] < cut).mean())
+    check = rejection >= min_rejection
+    state = "on" if check else f"off (holds back {rejection:.0%} of absent attributes < {min_rejection:.0%})"
+    return {"asked_threshold": round(float(cut), 4) if check else 0.0}, {
+        "asked_check": state,
         "asked_pairs": len(pairs),
         "asked_auroc": round(auroc(scores, labels), 4),
         "asked_youden": round(float(youden), 4),
@@ -124,9 +135,28 @@ def fit_asked_threshold(pairs: np.ndarray, prior_threshold: float) -> tuple[dict
     }
 
 
+def fit_asked_floor(unmatched: np.ndarray, quantile: float, prior_floor: float) -> tuple[float, dict[str, Any]]:
+    """The soft-match ``asked_floor`` for one index: the ``quantile`` of ``unmatched``, the best word similarity
+    that the asked words of absent-attribute pseudo-queries reach in the passages returned for them (words no
+    passage holds by stem; :func:`~adaptive_retrieval.components.gating.answerability.unmatched`). An absent
+    attribute then earns soft credit only where it comes closer than that share of absent attributes do on this
+    index. Fewer than 20 values keep ``prior_floor``. Returns the floor and its report (count, quartiles)."""
+    values = np.asarray(unmatched, dtype=np.float64)
+    if len(values) < 20:
+        return prior_floor, {"asked_unmatched": len(values)}
+    floor = float(np.clip(np.quantile(values, quantile), 0.0, 1.0))
+    return round(floor, 4), {
+        "asked_unmatched": len(values),
+        "asked_floor_quantile": quantile,
+        "asked_unmatched_quartiles": [round(float(v), 3) for v in np.quantile(values, [0.25, 0.5, 0.75])],
+        "asked_unmatched_q90_q95": [round(float(v), 3) for v in np.quantile(values, [0.9, 0.95])],
+    }
+
+
 def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
-    """``weights`` (signal → float), ``bias``, ``pass_threshold`` and ``asked_threshold`` (0 when absent: no
-    veto, as files written before the ``asked`` signal) of a calibration, checked.
+    """``weights`` (signal → float), ``bias``, ``pass_threshold``, ``asked_threshold`` (0 when absent: no
+    veto, as files written before the ``asked`` signal) and ``asked_floor`` (1.0 when absent: stems only, as
+    files written before soft matching) of a calibration, checked.
 
     :raises ValueError: for an unknown signal, a non-finite number or a threshold outside its range.
     """
@@ -134,6 +164,7 @@ def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
         weights = {str(k): float(v) for k, v in dict(data["weights"]).items()}
         bias, threshold = float(data["bias"]), float(data["pass_threshold"])
         asked = float(data.get("asked_threshold") or 0.0)
+        floor = float(data.get("asked_floor", 1.0))
     except (KeyError, TypeError, ValueError) as err:
         msg = f"A gate calibration needs 'weights' (signal -> number), 'bias' and 'pass_threshold': {err}"
         raise ValueError(msg) from err
@@ -144,14 +175,22 @@ def validate_calibration(data: dict[str, Any]) -> dict[str, Any]:
     if not all(math.isfinite(v) for v in [*weights.values(), bias]) or not 0.0 < threshold < 1.0:
         msg = f"A gate calibration needs finite weights and bias and a pass_threshold in (0, 1); got {data}"
         raise ValueError(msg)
-    if not 0.0 <= asked <= 1.0:
-        msg = f"A gate calibration's asked_threshold must be within [0, 1], got {asked}"
-        raise ValueError(msg)
-    return {"weights": weights, "bias": bias, "pass_threshold": threshold, "asked_threshold": asked}
+    for name, value in (("asked_threshold", asked), ("asked_floor", floor)):
+        if not 0.0 <= value <= 1.0:
+            msg = f"A gate calibration's {name} must be within [0, 1], got {value}"
+            raise ValueError(msg)
+    return {
+        "weights": weights,
+        "bias": bias,
+        "pass_threshold": threshold,
+        "asked_threshold": asked,
+        "asked_floor": floor,
+    }
 
 
 def load_prior(path: str | Path = PRIOR_FILE) -> dict[str, Any]:
-    """The gate's prior (``weights``, ``bias``, ``pass_threshold``, ``asked_threshold``) with its ``provenance``.
+    """The gate's prior (``weights``, ``bias``, ``pass_threshold``, ``asked_threshold``, ``asked_floor``) with its
+    ``provenance`` (and ``asked_floor_quantile``, the level the self-calibration reads its floor at).
 
     :raises ValueError: for a file that is not a valid calibration.
     """

@@ -46,6 +46,7 @@ from haystack.core.serialization import component_to_dict, import_class_by_name
 from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration, load_prior
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
+from adaptive_retrieval.components.gating.word_vectors import WordVectors
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ DEFAULT_WEIGHTS: dict[str, float] = dict(PRIOR["weights"])
 DEFAULT_BIAS: float = PRIOR["bias"]
 DEFAULT_PASS_THRESHOLD: float = PRIOR["pass_threshold"]
 DEFAULT_ASKED_THRESHOLD: float = PRIOR["asked_threshold"]
+DEFAULT_ASKED_FLOOR: float = PRIOR["asked_floor"]
 #: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
 _WEIGHT_TOLERANCE = 1e-3
 
@@ -111,6 +113,11 @@ class QualityGate:
     :param pass_threshold: quality in (0, 1) at or above which the documents pass (``None``: the prior's).
     :param asked_threshold: the ``asked`` signal (does one passage hold what the question asks for) below which
         the gate does not pass, whatever the quality (0 turns the check off; ``None``: the prior's).
+    :param asked_floor: word similarity at which a soft match of an asked word starts to count (1.0: stems
+        only; ``None``: the prior's; an index's self-calibration sets its own).
+    :param soft_match: match asked words softly with the shipped encoder's word vectors
+        (:class:`~adaptive_retrieval.components.gating.word_vectors.WordVectors`, loaded at ``warm_up``);
+        ``False``: stems only, no model.
     :param document_store: the index's store; its folder (``path`` init parameter) holds the self-calibration
         ``gate_calibration.json`` (never opened otherwise).
     :param calibration_path: an explicit calibration file (overrides the store's folder).
@@ -134,12 +141,14 @@ class QualityGate:
         bias: float | None = None,
         pass_threshold: float | None = None,
         asked_threshold: float | None = None,
+        asked_floor: float | None = None,
         document_store: Any | None = None,
         calibration_path: str | None = None,
         use_calibration: bool = True,
         skip_same_retries: bool = True,
         reader: Any | None = None,
         reader_threshold: float = 0.5,
+        soft_match: bool = True,
     ) -> None:
         if max_retries < 0:
             msg = f"max_retries must be >= 0, got {max_retries}"
@@ -147,7 +156,13 @@ class QualityGate:
         if signal_k < 1:
             msg = f"signal_k must be >= 1, got {signal_k}"
             raise ValueError(msg)
-        given = {"weights": weights, "bias": bias, "pass_threshold": pass_threshold, "asked_threshold": asked_threshold}
+        given = {
+            "weights": weights,
+            "bias": bias,
+            "pass_threshold": pass_threshold,
+            "asked_threshold": asked_threshold,
+            "asked_floor": asked_floor,
+        }
         model = {k: PRIOR[k] if v is None else v for k, v in given.items()}
         unknown = sorted(set(model["weights"]) - set(SIGNALS))
         if unknown:
@@ -156,7 +171,12 @@ class QualityGate:
         if not 0.0 < model["pass_threshold"] < 1.0:
             msg = f"pass_threshold must be within (0, 1), got {model['pass_threshold']}"
             raise ValueError(msg)
-        for name, cut in (("asked_threshold", model["asked_threshold"]), ("reader_threshold", reader_threshold)):
+        cuts = (
+            ("asked_threshold", model["asked_threshold"]),
+            ("asked_floor", model["asked_floor"]),
+            ("reader_threshold", reader_threshold),
+        )
+        for name, cut in cuts:
             if not 0.0 <= cut <= 1.0:
                 msg = f"{name} must be within [0, 1], got {cut}"
                 raise ValueError(msg)
@@ -167,6 +187,9 @@ class QualityGate:
         self.bias = float(model["bias"])
         self.pass_threshold = float(model["pass_threshold"])
         self.asked_threshold = float(model["asked_threshold"])
+        self.asked_floor = float(model["asked_floor"])
+        self.soft_match = soft_match
+        self._vectors = WordVectors() if soft_match else None
         self.document_store = document_store
         self.calibration_path = calibration_path
         self.use_calibration = use_calibration
@@ -191,6 +214,7 @@ class QualityGate:
             skip_same_retries=self.skip_same_retries,
             reader=component_to_dict(self.reader, "reader") if self.reader is not None else None,
             reader_threshold=self.reader_threshold,
+            soft_match=self.soft_match,
         )
 
     @classmethod
@@ -205,6 +229,11 @@ class QualityGate:
             params["reader"] = reader_from_dict(reader)
         return default_from_dict(cls, data)
 
+    @property
+    def word_vectors(self) -> WordVectors | None:
+        """The word vectors of the ``asked`` signal's soft matches (``None`` with ``soft_match=False``)."""
+        return self._vectors
+
     def calibration_file(self) -> Path | None:
         """The calibration file this gate reads: ``calibration_path``, else the store folder's, else none."""
         if self.calibration_path:
@@ -216,8 +245,11 @@ class QualityGate:
         return calibration_path(folder) if folder else None
 
     def warm_up(self) -> None:
-        """Pick up the index's self-calibration, if there is one, and load the reader's model."""
+        """Pick up the index's self-calibration, if there is one, and load the word vectors and the reader's
+        model."""
         self._refresh_calibration()
+        if self._vectors is not None:
+            self._vectors.warm_up()
         if self.reader is not None and hasattr(self.reader, "warm_up"):
             self.reader.warm_up()
 
@@ -245,6 +277,7 @@ class QualityGate:
         self.bias = float(model["bias"])
         self.pass_threshold = float(model["pass_threshold"])
         self.asked_threshold = float(model.get("asked_threshold") or 0.0)
+        self.asked_floor = float(model.get("asked_floor", 1.0))
 
     def signals(
         self,
@@ -259,7 +292,10 @@ class QualityGate:
             # A channel that found nothing (e.g. an empty graph) can neither agree nor disagree.
             sizes = fusion.get("sizes", {})
             channels = [c for c in fusion["weights"] if sizes.get(c, 1) > 0]
-        signals = gate_signals(documents, query, query_embedding, channels, self.signal_k)
+        vectors = self._vectors if self.asked_floor < 1.0 and self.asked_threshold > 0 else None
+        signals = gate_signals(
+            documents, query, query_embedding, channels, self.signal_k, vectors, self.asked_floor, self.asked_threshold
+        )
         if self.reader is not None:
             signals["reader"] = self.reader.score(query, list(documents[: self.signal_k]))
         return signals

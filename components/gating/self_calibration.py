@@ -23,6 +23,7 @@ from adaptive_retrieval.components.gating.calibration import (
     auroc,
     fit_asked_threshold,
     fit_logistic,
+    load_prior,
     predict,
     youden_threshold,
 )
@@ -76,7 +77,8 @@ _FITTED = [SIGNALS.index(s) for s in FITTED]
 
 def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = DEFAULT_L2) -> dict[str, Any]:
     """Fit the gate's model on :func:`collect_signals` output, pulled towards ``prior`` (the gate's init
-    weights); returns the model (``weights``, ``bias``, ``pass_threshold``) and its ``report``."""
+    weights); returns the model (``weights``, ``bias``, ``pass_threshold``, ``asked_threshold`` and the soft-match
+    ``asked_floor`` that :func:`collect_signals` read off the index) and its ``report``."""
     x, y, group = samples["x"][:, _FITTED], samples["y"], samples["group"]
     bridge = np.repeat([q.kind == "bridge" for q in samples["queries"]], 2)
     prior_w = np.asarray([prior["weights"].get(s, 0.0) for s in FITTED])
@@ -85,7 +87,8 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     prior_quality = predict(prior["bias"], prior_w, x)
     cut = pass_threshold(quality, y, prior_quality, prior["pass_threshold"])
     cv = _cross_validate(x, y, group, l2, prior_w, prior_quality, prior["pass_threshold"])
-    asked, asked_report = fit_asked_threshold(samples["asked"], prior.get("asked_threshold") or 0.0)
+    min_rejection = float(prior.get("asked_min_rejection", load_prior()["asked_min_rejection"]))
+    asked, asked_report = fit_asked_threshold(samples["asked"], prior.get("asked_threshold") or 0.0, min_rejection)
     kinds: dict[str, int] = defaultdict(int)
     for q in samples["queries"]:
         kinds[q.kind] += 1
@@ -94,8 +97,10 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
         "bias": round(bias, 4),
         "pass_threshold": round(cut, 4),
         **asked,
+        "asked_floor": samples.get("asked_floor", prior.get("asked_floor", 1.0)),
         "report": {
             **asked_report,
+            **samples.get("asked_floor_report", {}),
             "pseudo_queries": len(samples["queries"]),
             "kinds": dict(kinds),
             "chunks_sampled_from": samples["chunks"],

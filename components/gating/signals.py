@@ -17,8 +17,9 @@
   Pre-training of…"); 1.0 for a query without names. Other pages mention a name in passing (which ``names``
   counts); with the evidence gone, the page titled by it is what is missing;
 - ``asked``: whether the passages hold what the question asks for, not only whom it names: the share of the
-  question's asked terms (its non-name content words after the question word) in the returned passages that
-  hold one of its names, half from the best single passage, half over all of them
+  question's asked terms (its non-name content words after the question word) in the returned passages, half
+  from the best single passage, half over all of them; with word vectors, where the stems fall short of the
+  gate's threshold, a word a passage lacks gets partial credit from the passage's most similar word above ``floor``
   (:mod:`~adaptive_retrieval.components.gating.answerability`).
 
 Usage::
@@ -31,6 +32,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from haystack import Document
@@ -39,6 +41,9 @@ from adaptive_retrieval.components.gating.answerability import asked_coverage
 from adaptive_retrieval.components.text.keys import normalise_key
 from adaptive_retrieval.components.text.names import query_names
 from adaptive_retrieval.components.text.terms import content_terms
+
+if TYPE_CHECKING:
+    from adaptive_retrieval.components.gating.word_vectors import WordVectors
 
 SIGNALS: tuple[str, ...] = (
     "top_score",
@@ -68,6 +73,9 @@ def gate_signals(
     query_embedding: Sequence[float] | None = None,
     channels: Sequence[str] | None = None,
     k: int = 5,
+    vectors: WordVectors | None = None,
+    floor: float = 1.0,
+    needed: float = 1.0,
 ) -> dict[str, float]:
     """The signals of the module docstring for ``documents`` in their final order.
 
@@ -78,6 +86,10 @@ def gate_signals(
         named in the documents' provenance.
     :param k: how many of the top documents coverage, agreement, margin and redundancy look at (names reads
         every document).
+    :param vectors: word vectors for the ``asked`` signal's soft matches (``None``: stems only).
+    :param floor: the similarity at which a soft match starts to count (1.0: stems only).
+    :param needed: soft matches are looked for only when the stems cover less of the asked words than this
+        (the gate's ``asked_threshold``).
     """
     if k < 1:
         msg = f"k must be >= 1, got {k}"
@@ -112,7 +124,7 @@ def gate_signals(
         signals["coverage"] = 1.0  # nothing to cover (a query of stop words): not evidence of a miss
 
     written = query_names(query)
-    signals["asked"] = asked_coverage(documents, query, written)
+    signals["asked"] = asked_coverage(documents, query, written, vectors, floor, needed)
     names = {normalise_key(n) for n in written}
     if names:
         texts = [" " + normalise_key(f"{d.meta.get('title', '')} {d.content or ''}") + " " for d in documents]

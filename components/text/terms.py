@@ -25,12 +25,22 @@ def _stemmer() -> Any:
     return SnowballStemmer("english")
 
 
-def content_terms(text: str) -> set[str]:
-    """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
+def content_words(text: str) -> list[str]:
+    """The content words of ``text`` in order, unstemmed: accents folded, lower case, stop words and single
+    letters dropped."""
     if text.isascii():  # NFKD leaves ASCII as it is, without combining marks: skip the per-character walk
         folded = text.lower()
     else:
         folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
     stop = stopwords()
-    words = [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
-    return set(_stemmer().stem_words(words))
+    return [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
+
+
+def stems(words: list[str]) -> list[str]:
+    """The Snowball stems of ``words`` (as :func:`content_terms` stems them), in order."""
+    return list(_stemmer().stem_words(words))
+
+
+def content_terms(text: str) -> set[str]:
+    """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
+    return set(stems(content_words(text)))
