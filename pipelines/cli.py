@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
+from adaptive_retrieval.pipelines import garbage_collection
 from adaptive_retrieval.pipelines.cli_args import checked, whole_number
 from adaptive_retrieval.pipelines.cli_commands import (
     EXIT_ERROR,
@@ -79,14 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=16,
         help="files per pipeline run at most (default 16; a file over 256 KiB runs alone)",
     )
-    p.set_defaults(func=cmd_index)
+    p.set_defaults(func=cmd_index, manages_collection=True)
 
     p = sub.add_parser("query", parents=[store, model], help="retrieve with diagnostics", description=cmd_query.__doc__)
     p.add_argument("text", nargs="+", metavar="TEXT", help="the question or keywords")
     p.add_argument("--top-k", type=whole_number("check_top_k"), default=None, help="show at most this many documents")
     p.add_argument("--json", action="store_true", help="print the full response as JSON")
     p.add_argument("--full", action="store_true", help="print whole passages instead of a preview")
-    p.set_defaults(func=cmd_query)
+    p.set_defaults(func=cmd_query, manages_collection=True)
 
     p = sub.add_parser(
         "calibrate",
@@ -114,12 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[store], help="delete indexed sources", description=cmd_delete.__doc__)
     source = checked("check_source_name")
     p.add_argument("sources", nargs="+", type=source, metavar="SOURCE", help="an indexed file's path or upload's name")
-    p.set_defaults(func=cmd_delete)
+    p.set_defaults(func=cmd_delete, manages_collection=True)
 
     p = sub.add_parser("stats", parents=[store], help="what an index holds, per source", description=cmd_stats.__doc__)
     p.add_argument("--json", action="store_true", help='print {"sources": {...}, "totals": {...}} as JSON')
     p.add_argument("--verify", action="store_true", help="check every node, vector and graph record too")
-    p.set_defaults(func=cmd_stats)
+    p.set_defaults(func=cmd_stats, manages_collection=True)
 
     p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)
     p.add_argument("--out", default="build/diagrams", help="output folder (default build/diagrams)")
@@ -151,6 +152,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     # A failing component makes Haystack build a debugging snapshot of the run (saved only on request) and warn
     # about every input it cannot serialise: noise around the one error line printed below.
     logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
+    if not getattr(args, "manages_collection", False):
+        # Long or unbounded commands (calibrate, serve, draw, models) collect as usual from here on; index
+        # resumes once its pipeline is loaded; query, stats and delete are short and finish paused.
+        garbage_collection.resume()
     try:
         limit_blas_threads()
         return args.func(args, out)
@@ -186,5 +191,14 @@ def _user_errors() -> tuple[type[Exception], ...]:
     )
 
 
+def run() -> None:
+    """The console entry point: :func:`main` with the garbage collector paused while the command sets up."""
+    garbage_collection.pause()
+    status = main()
+    sys.stdout.flush()
+    garbage_collection.before_exit()
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

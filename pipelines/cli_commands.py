@@ -18,6 +18,7 @@ from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.stores.locations import QDRANT_PATH_ENV as STORE_PATH_ENV
 from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
+from adaptive_retrieval.pipelines import garbage_collection
 from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
 from adaptive_retrieval.pipelines.owner_client import call_server as _call_server
 from adaptive_retrieval.pipelines.owner_client import owned_message as _owned_message
@@ -97,6 +98,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         )
         raise CliError(msg)
     pipeline = load_pipeline("indexing", **_store_overrides(args))
+    garbage_collection.resume()  # indexing many files makes garbage: collect from here on
     for _, instance in pipeline.walk():  # one bar, over files: the embedders' own bars would add two per batch
         if hasattr(instance, "progress_bar"):
             instance.progress_bar = False

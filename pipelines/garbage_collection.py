@@ -1,0 +1,48 @@
+"""Python's cyclic garbage collector around one command-line run, the largest cost of a one-shot query after imports.
+
+Starting the CLI imports Haystack, fastembed, ONNX Runtime and numpy: about a million objects, nearly all kept
+until the process ends. While they are created, every few hundred allocations the collector walks the young
+objects and now and then all of them; at exit, interpreter finalisation walks them all again. On a one-shot
+``adaptive-retrieval query`` over a small index (2 cores, idle) these collections were 0.5–0.6 s of 1.6–1.9 s of
+wall time, and there is no cycle among those objects worth finding (``scripts/bench_cli.py`` measures it).
+
+So the console entry point pauses collection while the command sets up (imports, pipeline load, warm-up). A
+command that then does unbounded work (indexing many files, calibrating, serving, building models) calls
+:func:`resume`, which moves everything that exists by then into the collector's permanent generation
+(:func:`gc.freeze`: still freed by reference counting, never walked again) and turns collection back on; short
+commands (``query``, ``stats``, ``delete``) finish paused. :func:`before_exit` freezes again, so finalisation
+does not walk the whole heap once more. Calling :func:`~adaptive_retrieval.pipelines.cli.main` from Python
+(tests, scripts) pauses nothing: :func:`resume` only undoes a pause that :func:`pause` made.
+"""
+
+from __future__ import annotations
+
+import gc
+
+#: Whether :func:`pause` turned collection off (and :func:`resume` has not turned it back on).
+_paused = False
+
+
+def pause() -> None:
+    """Turn cyclic collection off for a command's set-up, if it is on."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def resume() -> None:
+    """End a :func:`pause`: freeze the objects made so far and turn collection back on (no-op without a pause)."""
+    global _paused
+    if _paused:
+        gc.freeze()
+        gc.enable()
+        _paused = False
+
+
+def before_exit() -> None:
+    """Freeze every object before the interpreter finalises, so that finalisation does not walk them again.
+
+    Only for a process that is about to exit (the console entry point): frozen objects are never collected.
+    """
+    gc.freeze()
