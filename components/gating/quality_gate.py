@@ -47,6 +47,7 @@ from adaptive_retrieval.components.gating.calibration import calibration_path, l
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
 from adaptive_retrieval.components.gating.word_vectors import WordVectors
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class QualityGate:
     :param soft_match: match asked words softly with the shipped encoder's word vectors
         (:class:`~adaptive_retrieval.components.gating.word_vectors.WordVectors`, loaded at ``warm_up``);
         ``False``: stems only, no model.
+    :param model: the ONNX model folder or name whose word vectors ``soft_match`` uses (default: the shipped
+        all-MiniLM-L6-v2); the CLI's and ``load_pipeline``'s ``model`` override sets it with the embedders'.
     :param document_store: the index's store; its folder (``path`` init parameter) holds the self-calibration
         ``gate_calibration.json`` (never opened otherwise).
     :param calibration_path: an explicit calibration file (overrides the store's folder).
@@ -149,6 +152,7 @@ class QualityGate:
         reader: Any | None = None,
         reader_threshold: float = 0.5,
         soft_match: bool = True,
+        model: str = DEFAULT_MODEL,
     ) -> None:
         if max_retries < 0:
             msg = f"max_retries must be >= 0, got {max_retries}"
@@ -163,17 +167,17 @@ class QualityGate:
             "asked_threshold": asked_threshold,
             "asked_floor": asked_floor,
         }
-        model = {k: PRIOR[k] if v is None else v for k, v in given.items()}
-        unknown = sorted(set(model["weights"]) - set(SIGNALS))
+        fitted = {k: PRIOR[k] if v is None else v for k, v in given.items()}
+        unknown = sorted(set(fitted["weights"]) - set(SIGNALS))
         if unknown:
             msg = f"Unknown signal(s) {unknown} in weights; the gate's signals are {list(SIGNALS)}"
             raise ValueError(msg)
-        if not 0.0 < model["pass_threshold"] < 1.0:
-            msg = f"pass_threshold must be within (0, 1), got {model['pass_threshold']}"
+        if not 0.0 < fitted["pass_threshold"] < 1.0:
+            msg = f"pass_threshold must be within (0, 1), got {fitted['pass_threshold']}"
             raise ValueError(msg)
         cuts = (
-            ("asked_threshold", model["asked_threshold"]),
-            ("asked_floor", model["asked_floor"]),
+            ("asked_threshold", fitted["asked_threshold"]),
+            ("asked_floor", fitted["asked_floor"]),
             ("reader_threshold", reader_threshold),
         )
         for name, cut in cuts:
@@ -183,20 +187,21 @@ class QualityGate:
         self.max_retries = max_retries
         self.signal_k = signal_k
         self._given = given  # what to_dict writes: None stays None (the prior file decides)
-        self.weights = dict(model["weights"])
-        self.bias = float(model["bias"])
-        self.pass_threshold = float(model["pass_threshold"])
-        self.asked_threshold = float(model["asked_threshold"])
-        self.asked_floor = float(model["asked_floor"])
+        self.weights = dict(fitted["weights"])
+        self.bias = float(fitted["bias"])
+        self.pass_threshold = float(fitted["pass_threshold"])
+        self.asked_threshold = float(fitted["asked_threshold"])
+        self.asked_floor = float(fitted["asked_floor"])
         self.soft_match = soft_match
-        self._vectors = WordVectors() if soft_match else None
+        self.model = model
+        self._vectors = WordVectors(model) if soft_match else None
         self.document_store = document_store
         self.calibration_path = calibration_path
         self.use_calibration = use_calibration
         self.skip_same_retries = skip_same_retries
         self.reader = as_reader(reader)
         self.reader_threshold = reader_threshold
-        self.prior = {**model, "weights": dict(model["weights"])}
+        self.prior = {**fitted, "weights": dict(fitted["weights"])}
         self.calibration: str = "prior"
         self._calibration_stamp: tuple[float, int] | None = None
 
@@ -215,6 +220,7 @@ class QualityGate:
             reader=component_to_dict(self.reader, "reader") if self.reader is not None else None,
             reader_threshold=self.reader_threshold,
             soft_match=self.soft_match,
+            model=self.model,
         )
 
     @classmethod
