@@ -26,6 +26,13 @@ How it works:
    0.25 ... 1) is chosen on the training questions; routed, fixed and shrunk are reported per data set on both
    splits. ``--write`` stores the fixed profile beside the routed ones (``fixed_profile``), which
    ``scripts/evaluate.py --fixed-profile`` runs beside the routed pipeline.
+6. ``--merge``: fewer intents. Each subset of the intents that are the top intent of at least --keep-min training
+   questions keeps its profile (shrunk 0, 0.25, 0.5 or 0.75 of the way toward the fixed profile); every other
+   intent takes the fixed profile. The routed profiles and the fixed one were fitted on the training questions,
+   so the variant is chosen on the held-out ones: the best held-out objective among the variants that are at
+   least the fixed profile's on every data set (the fixed profile everywhere always qualifies). The fixed profile
+   is ``--fixed``'s fit, or the profiles file's ``fixed_profile``. ``--write`` writes the chosen variant as the
+   routed profiles (the fixed profile stays the peer).
 """
 
 from __future__ import annotations
@@ -61,6 +68,9 @@ from evaluation.profile_fit import (  # noqa: E402
     fit,
     fit_fixed,
     fit_shrinkage,
+    merge_variants,
+    merged,
+    pick_merge,
     provenance,
     shrunk,
     write_profiles_file,
@@ -85,6 +95,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="coordinate-search rounds (0: no per-intent fit)")
     parser.add_argument("--min-group", type=int, default=5, help="fit an intent only with this many questions")
     parser.add_argument("--fixed", action="store_true", help="also fit the best single fixed profile (and shrinkage)")
+    parser.add_argument("--merge", action="store_true", help="choose which intents keep a profile of their own")
+    parser.add_argument("--keep-min", type=int, default=20, help="--merge: intents with this many questions may keep")
     parser.add_argument("--check", type=int, default=30, help="questions replayed against real runs")
     parser.add_argument("--root", default=str(ROOT / ".adaptive"))
     parser.add_argument("--write", action="store_true", help=f"write the fits into {PROFILES_JSON.name}")
@@ -168,6 +180,36 @@ def fixed_peer(
     }
 
 
+def merge_peer(args: argparse.Namespace, report: dict[str, Any], scorers: tuple[Scorer, Scorer], log: Any) -> None:
+    """Score every fewer-intents variant on both splits and pick one on the held-out questions (see step 6)."""
+    train_scorer, test_scorer = scorers
+    routed = report["profiles_after"]
+    packaged = json.loads(Path(args.profiles_file).read_text(encoding="utf-8"))
+    fixed = report["fixed"]["profile"] if "fixed" in report else packaged["fixed_profile"]["profile"]
+    kept_from = packaged.get("provenance", {})
+    counts = report["training_questions_per_intent"]
+    keepable = sorted(i for i, n in counts.items() if n >= args.keep_min)
+    variants = []
+    for keep, share in merge_variants(keepable):
+        scores = both_splits(train_scorer, test_scorer, merged(routed, fixed, keep, share))
+        variants.append({"keep": list(keep), "share": share, "scores": scores})
+        log(
+            f"[calibrate] keep {list(keep)} share {share}: train {scores['train']['objective']:.4f} "
+            f"held-out {scores['held_out']['objective']:.4f}"
+        )
+    fixed_scores = both_splits(train_scorer, test_scorer, merged(routed, fixed, (), 0.0))
+    chosen = pick_merge(variants, fixed_scores)
+    report["merge"] = {
+        "fixed_profile": fixed,
+        "keepable": keepable,
+        "variants": variants,
+        "chosen": {"keep": chosen["keep"], "share": chosen["share"]},
+        "profiles": merged(routed, fixed, tuple(chosen["keep"]), chosen["share"]),
+        "scores": chosen["scores"],
+        "kept_from": f"{kept_from.get('command', '?')} ({kept_from.get('date', '?')})",
+    }
+
+
 def write(args: argparse.Namespace, report: dict[str, Any], command: str, log: Any) -> None:
     path = Path(args.profiles_file)
     datasets = list(report["datasets"])
@@ -183,6 +225,19 @@ def write(args: argparse.Namespace, report: dict[str, Any], command: str, log: A
         log(f"[calibrate] wrote the routed profiles to {path}; run scripts/build_yaml.py next")
     elif args.rounds > 0:
         log(f"[calibrate] held-out objective got worse: the routed profiles in {path} are left as they are")
+    if "merge" in report:
+        chosen, scores = report["merge"]["chosen"], report["merge"]["scores"]
+        merge_result = {f"{s}": round(scores[s]["objective"], 4) for s in ("train", "held_out")}
+        merge_result.update({f"routed_before_{s}": result[f"{s}_after"] for s in ("train", "held_out")})
+        note = (
+            f"fewer intents (--merge): {chosen['keep']} keep their profiles, shrunk {chosen['share']} of the way "
+            "toward the fixed profile; every other intent takes the fixed profile; chosen on the held-out questions"
+        )
+        origin = provenance(
+            command, datasets, merge_result, [note, f"the kept profiles come from {report['merge']['kept_from']}"]
+        )
+        write_profiles_file(path, profiles=report["merge"]["profiles"], origin=origin)
+        log(f"[calibrate] wrote the merged profiles to {path}; run scripts/build_yaml.py next")
     if "fixed" in report:
         scores = report["fixed"]["scores"]
         fixed_result = {f"{s}": round(scores[s]["objective"], 4) for s in ("train", "held_out")}
@@ -228,6 +283,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["held_out_not_worse"] = report["after"]["held_out"]["objective"] >= before["held_out"]["objective"]
         if args.fixed:
             fixed_peer(args, report, (train_scorer, test_scorer), channels, log)
+        if args.merge:
+            merge_peer(args, report, (train_scorer, test_scorer), log)
         print_report(report)
         if args.write:
             write(args, report, command, log)
@@ -243,6 +300,9 @@ def print_report(report: dict[str, Any]) -> None:
     if "fixed" in report:
         share = report["fixed"]["shrink_share"]
         rows += [("fixed", report["fixed"]["scores"]), (f"shrunk {share}", report["fixed"]["shrunk_scores"])]
+    if "merge" in report:
+        chosen = report["merge"]["chosen"]
+        rows.append((f"keep {'+'.join(chosen['keep']) or 'none'} shrunk {chosen['share']}", report["merge"]["scores"]))
     print("| split | profiles | objective | " + " | ".join(f"{d} full@10 | {d} mrr" for d in report["datasets"]) + " |")
     print("|---|---|---|" + "---|---|" * len(report["datasets"]))
     for split in ("train", "held_out"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,44 @@ def write_profiles_file(
     if fixed is not None:
         data["fixed_profile"] = {"profile": fixed, "provenance": fixed_origin or {}}
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def merged(
+    routed: dict[str, dict[str, Any]], fixed: dict[str, Any], keep: tuple[str, ...], share: float
+) -> dict[str, dict[str, Any]]:
+    """Fewer intents: every intent outside ``keep`` takes the fixed profile (its questions get the fixed mix, and a
+    soft mix sends that intent's probability to it); the kept intents are shrunk ``share`` of the way toward it.
+    Every profile names the routed profiles' channels (a channel the fixed profile lacks weighs 0)."""
+    names = sorted({c for p in routed.values() for c in p["weights"]} | set(fixed["weights"]))
+    plain = {**fixed, "weights": {c: float(fixed["weights"].get(c, 0.0)) for c in names}}
+    out = {}
+    for intent, profile in routed.items():
+        if intent in keep:
+            out[intent] = shrunk({intent: profile}, plain, share)[intent]
+            out[intent]["weights"] = {c: out[intent]["weights"].get(c, 0.0) for c in names}
+        else:
+            out[intent] = copy.deepcopy(plain)
+    return out
+
+
+def merge_variants(keepable: list[str]) -> list[tuple[tuple[str, ...], float]]:
+    """Every subset of ``keepable`` intents kept (the others merged into the fixed profile), each at every share
+    of :data:`SHRINK_GRID` below 1 (share 1 is the fixed profile everywhere: the empty subset, listed once)."""
+    out: list[tuple[tuple[str, ...], float]] = [((), 0.0)]
+    for size in range(1, len(keepable) + 1):
+        for keep in itertools.combinations(keepable, size):
+            out.extend((keep, share) for share in SHRINK_GRID if share < 1.0)
+    return out
+
+
+def pick_merge(variants: list[dict[str, Any]], fixed: dict[str, Any]) -> dict[str, Any]:
+    """The variant the routed pipeline ships: the best held-out objective among those whose held-out objective is
+    at least the fixed profile's on every data set (ties: fewer kept intents, then the larger share). The empty
+    variant (the fixed profile everywhere) always qualifies, so there is always one."""
+
+    def per_set(scores: dict[str, Any]) -> dict[str, float]:
+        return {d: m["full@10"] + MRR_WEIGHT * m["mrr"] for d, m in scores["held_out"]["datasets"].items()}
+
+    floor = per_set(fixed)
+    fair = [v for v in variants if all(per_set(v["scores"])[d] >= floor[d] - 1e-9 for d in floor)]
+    return max(fair, key=lambda v: (round(v["scores"]["held_out"]["objective"], 9), -len(v["keep"]), v["share"]))

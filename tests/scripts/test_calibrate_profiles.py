@@ -59,6 +59,45 @@ def test_write_profiles_file_keeps_the_rest_and_records_provenance(tmp_path: Pat
     validate_profiles(data["profiles"], tuple(fitted))
 
 
+def test_merged_gives_the_fixed_profile_to_every_intent_not_kept() -> None:
+    from evaluation import profile_fit as fit
+
+    fixed = {**copy.deepcopy(DEFAULT_PROFILES["factual"]), "top_k": 12, "fetch_k": 24}
+    fixed["weights"] = {c: w for c, w in fixed["weights"].items() if w > 0}  # a fixed fit names fewer channels
+    out = fit.merged(DEFAULT_PROFILES, fixed, ("relational",), 0.0)
+    names = set(DEFAULT_PROFILES["relational"]["weights"])
+    for intent, profile in out.items():
+        assert set(profile["weights"]) == names  # every channel named, the missing ones at 0
+        if intent != "relational":
+            assert profile["top_k"] == 12 and profile["fetch_k"] == 24
+            assert {c: w for c, w in profile["weights"].items() if w > 0} == fixed["weights"]
+    assert out["relational"]["weights"] == fit.normalised(DEFAULT_PROFILES["relational"]["weights"])
+    halfway = fit.merged(DEFAULT_PROFILES, fixed, ("relational",), 0.5)["relational"]
+    assert halfway["top_k"] == round((DEFAULT_PROFILES["relational"]["top_k"] + 12) / 2)
+    validate_profiles(out, tuple(out))
+    # One "keep nothing" variant, then every non-empty subset at each share below 1.
+    variants = fit.merge_variants(["a", "b"])
+    assert variants[0] == ((), 0.0) and len(variants) == 1 + 3 * (len(fit.SHRINK_GRID) - 1)
+
+
+def test_pick_merge_needs_every_set_at_least_the_fixed_profiles() -> None:
+    from evaluation import profile_fit as fit
+
+    def scores(per_set: dict[str, tuple[float, float]]) -> dict[str, object]:
+        datasets = {d: {"full@10": f, "mrr": m} for d, (f, m) in per_set.items()}
+        total = sum(f + 0.5 * m for f, m in per_set.values()) / len(per_set)
+        return {"held_out": {"objective": total, "datasets": datasets}}
+
+    fixed = scores({"x": (0.5, 0.8), "y": (0.9, 0.9)})
+    variants = [
+        {"keep": [], "share": 0.0, "scores": fixed},
+        {"keep": ["a"], "share": 0.0, "scores": scores({"x": (0.7, 0.8), "y": (0.8, 0.9)})},  # best mean, y worse
+        {"keep": ["a"], "share": 0.5, "scores": scores({"x": (0.6, 0.8), "y": (0.9, 0.9)})},
+    ]
+    assert fit.pick_merge(variants, fixed) == variants[2]
+    assert fit.pick_merge(variants[:2], fixed) == variants[0]  # nothing better everywhere: the fixed profile
+
+
 def test_packaged_profiles_file_has_provenance() -> None:
     data = load_profiles_file()
     assert data["profiles"] == DEFAULT_PROFILES
@@ -77,7 +116,20 @@ def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path
     ]
     (folder / "questions.json").write_text(json.dumps(rows))
     out = tmp_path / "report.json"
-    args = ["--hotpot", str(folder), "--rounds", "1", "--min-group", "1", "--held-out", "0.25", "--fixed"]
+    args = [
+        "--hotpot",
+        str(folder),
+        "--rounds",
+        "1",
+        "--min-group",
+        "1",
+        "--held-out",
+        "0.25",
+        "--fixed",
+        "--merge",
+        "--keep-min",
+        "1",
+    ]
     try:
         report = calibrate.main([*args, "--check", "4", "--root", str(tmp_path / "idx"), "--json", str(out)])
     finally:
@@ -93,3 +145,10 @@ def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path
     assert fixed["changes"][0].startswith("start:")
     assert fixed["scores"]["train"]["objective"] >= float(fixed["changes"][0].rsplit(" ", 1)[1]) - 1e-9
     assert 0.0 <= fixed["shrink_share"] <= 1.0
+    # --merge: the chosen variant is at least the fixed profile on every data set's held-out questions.
+    merge = report["merge"]
+    assert merge["fixed_profile"] == fixed["profile"]
+    chosen = merge["scores"]["held_out"]["datasets"]["hotpotqa100"]
+    peer = fixed["scores"]["held_out"]["datasets"]["hotpotqa100"]
+    assert chosen["full@10"] + 0.5 * chosen["mrr"] >= peer["full@10"] + 0.5 * peer["mrr"] - 1e-9
+    validate_profiles(merge["profiles"], tuple(merge["profiles"]))
