@@ -27,12 +27,14 @@ How it works:
    splits. ``--write`` stores the fixed profile beside the routed ones (``fixed_profile``), which
    ``scripts/evaluate.py --fixed-profile`` runs beside the routed pipeline.
 6. ``--merge``: fewer intents. Each subset of the intents that are the top intent of at least --keep-min training
-   questions keeps its profile (shrunk 0, 0.25, 0.5 or 0.75 of the way toward the fixed profile); every other
-   intent takes the fixed profile. The routed profiles and the fixed one were fitted on the training questions,
-   so the variant is chosen on the held-out ones: the best held-out objective among the variants that are at
-   least the fixed profile's on every data set (the fixed profile everywhere always qualifies). The fixed profile
-   is ``--fixed``'s fit, or the profiles file's ``fixed_profile``. ``--write`` writes the chosen variant as the
-   routed profiles (the fixed profile stays the peer).
+   questions keeps its profile (shrunk 0, 0.25, 0.5 or 0.75 of the way toward the fixed profile); the
+   --keep-always intents (default: keyword) keep their profiles as they are (their evidence is lexical, and the
+   question-answering sets hold almost no keyword queries to fit or judge them on); every other intent takes the
+   fixed profile. The choice: the best held-out objective among the variants whose full@10 and MRR are both at
+   least the fixed profile's on every data set, on the held-out questions and on all of them (ties: more kept
+   intents, then the smaller share). The fixed profile is ``--fixed``'s fit, or the profiles file's
+   ``fixed_profile``. ``--write`` writes the chosen variant as the routed profiles (the fixed profile stays the
+   peer).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ from evaluation.profile_fit import (  # noqa: E402
     pick_merge,
     provenance,
     shrunk,
+    with_all,
     write_profiles_file,
 )
 from evaluation.replay import Captured, Scorer, Tail, agreement, capture, find_tail  # noqa: E402
@@ -97,6 +100,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fixed", action="store_true", help="also fit the best single fixed profile (and shrinkage)")
     parser.add_argument("--merge", action="store_true", help="choose which intents keep a profile of their own")
     parser.add_argument("--keep-min", type=int, default=20, help="--merge: intents with this many questions may keep")
+    parser.add_argument(
+        "--keep-always",
+        default="keyword",
+        help="--merge: intents (comma-separated) kept as they are",
+    )
     parser.add_argument("--check", type=int, default=30, help="questions replayed against real runs")
     parser.add_argument("--root", default=str(ROOT / ".adaptive"))
     parser.add_argument("--write", action="store_true", help=f"write the fits into {PROFILES_JSON.name}")
@@ -188,23 +196,26 @@ def merge_peer(args: argparse.Namespace, report: dict[str, Any], scorers: tuple[
     fixed = report["fixed"]["profile"] if "fixed" in report else packaged["fixed_profile"]["profile"]
     kept_from = packaged.get("provenance", {})
     counts = report["training_questions_per_intent"]
-    keepable = sorted(i for i, n in counts.items() if n >= args.keep_min)
+    always = tuple(i for i in args.keep_always.split(",") if i)
+    keepable = sorted(i for i, n in counts.items() if n >= args.keep_min and i not in always)
     variants = []
     for keep, share in merge_variants(keepable):
-        scores = both_splits(train_scorer, test_scorer, merged(routed, fixed, keep, share))
+        scores = with_all(both_splits(train_scorer, test_scorer, merged(routed, fixed, keep, share, always)))
         variants.append({"keep": list(keep), "share": share, "scores": scores})
         log(
             f"[calibrate] keep {list(keep)} share {share}: train {scores['train']['objective']:.4f} "
-            f"held-out {scores['held_out']['objective']:.4f}"
+            f"held-out {scores['held_out']['objective']:.4f} all {scores['all']['objective']:.4f}"
         )
-    fixed_scores = both_splits(train_scorer, test_scorer, merged(routed, fixed, (), 0.0))
+    fixed_scores = with_all(both_splits(train_scorer, test_scorer, everywhere(fixed, list(routed))))
     chosen = pick_merge(variants, fixed_scores)
     report["merge"] = {
         "fixed_profile": fixed,
         "keepable": keepable,
+        "keep_always": list(always),
+        "fixed_scores": fixed_scores,
         "variants": variants,
-        "chosen": {"keep": chosen["keep"], "share": chosen["share"]},
-        "profiles": merged(routed, fixed, tuple(chosen["keep"]), chosen["share"]),
+        "chosen": {"keep": chosen["keep"], "share": chosen["share"], "keep_always": list(always)},
+        "profiles": merged(routed, fixed, tuple(chosen["keep"]), chosen["share"], always),
         "scores": chosen["scores"],
         "kept_from": f"{kept_from.get('command', '?')} ({kept_from.get('date', '?')})",
     }
@@ -227,11 +238,15 @@ def write(args: argparse.Namespace, report: dict[str, Any], command: str, log: A
         log(f"[calibrate] held-out objective got worse: the routed profiles in {path} are left as they are")
     if "merge" in report:
         chosen, scores = report["merge"]["chosen"], report["merge"]["scores"]
-        merge_result = {f"{s}": round(scores[s]["objective"], 4) for s in ("train", "held_out")}
+        merge_result = {f"{s}": round(scores[s]["objective"], 4) for s in ("train", "held_out", "all")}
+        fixed_all = report["merge"]["fixed_scores"]
+        merge_result.update({f"fixed_{s}": round(fixed_all[s]["objective"], 4) for s in ("train", "held_out", "all")})
         merge_result.update({f"routed_before_{s}": result[f"{s}_after"] for s in ("train", "held_out")})
         note = (
             f"fewer intents (--merge): {chosen['keep']} keep their profiles, shrunk {chosen['share']} of the way "
-            "toward the fixed profile; every other intent takes the fixed profile; chosen on the held-out questions"
+            f"toward the fixed profile; {chosen['keep_always']} keep theirs as they are; every other intent takes "
+            "the fixed profile; chosen as the best held-out objective among the variants with full@10 and MRR at "
+            "least the fixed profile's on every data set (held-out and all questions)"
         )
         origin = provenance(
             command, datasets, merge_result, [note, f"the kept profiles come from {report['merge']['kept_from']}"]

@@ -178,16 +178,25 @@ def write_profiles_file(
 
 
 def merged(
-    routed: dict[str, dict[str, Any]], fixed: dict[str, Any], keep: tuple[str, ...], share: float
+    routed: dict[str, dict[str, Any]],
+    fixed: dict[str, Any],
+    keep: tuple[str, ...],
+    share: float,
+    keep_always: tuple[str, ...] = (),
 ) -> dict[str, dict[str, Any]]:
-    """Fewer intents: every intent outside ``keep`` takes the fixed profile (its questions get the fixed mix, and a
-    soft mix sends that intent's probability to it); the kept intents are shrunk ``share`` of the way toward it.
+    """Fewer intents: every intent outside ``keep`` and ``keep_always`` takes the fixed profile (its questions get
+    the fixed mix, and a soft mix sends that intent's probability to it); the ``keep`` intents are shrunk ``share``
+    of the way toward it; the ``keep_always`` intents keep their profiles as they are (the keyword intent: its
+    evidence is lexical, and question-answering sets hold almost no keyword queries to fit or judge it on).
     Every profile names the routed profiles' channels (a channel the fixed profile lacks weighs 0)."""
     names = sorted({c for p in routed.values() for c in p["weights"]} | set(fixed["weights"]))
     plain = {**fixed, "weights": {c: float(fixed["weights"].get(c, 0.0)) for c in names}}
     out = {}
     for intent, profile in routed.items():
-        if intent in keep:
+        if intent in keep_always:
+            out[intent] = copy.deepcopy(profile)
+            out[intent]["weights"] = {c: float(profile["weights"].get(c, 0.0)) for c in names}
+        elif intent in keep:
             out[intent] = shrunk({intent: profile}, plain, share)[intent]
             out[intent]["weights"] = {c: out[intent]["weights"].get(c, 0.0) for c in names}
         else:
@@ -205,14 +214,38 @@ def merge_variants(keepable: list[str]) -> list[tuple[tuple[str, ...], float]]:
     return out
 
 
+def with_all(scores: dict[str, Any]) -> dict[str, Any]:
+    """``scores`` (train and held_out summaries) with ``all``: each data set's means over both splits, weighted by
+    their question counts, and the objective on them."""
+    datasets = {}
+    for name, train in scores["train"]["datasets"].items():
+        held = scores["held_out"]["datasets"][name]
+        n = train["n"] + held["n"]
+        datasets[name] = {
+            **{m: (train[m] * train["n"] + held[m] * held["n"]) / n for m in train if m != "n"},
+            "n": n,
+        }
+    objective = sum(d["full@10"] + MRR_WEIGHT * d["mrr"] for d in datasets.values()) / max(len(datasets), 1)
+    return {**scores, "all": {"objective": objective, "datasets": datasets}}
+
+
+def at_least(scores: dict[str, Any], peer: dict[str, Any], splits: tuple[str, ...]) -> bool:
+    """Whether ``scores`` has full@10 and MRR both at least ``peer``'s on every data set of every split."""
+    return all(
+        mine[metric] >= theirs[metric] - 1e-9
+        for split in splits
+        for name, theirs in peer[split]["datasets"].items()
+        for mine in (scores[split]["datasets"][name],)
+        for metric in ("full@10", "mrr")
+    )
+
+
 def pick_merge(variants: list[dict[str, Any]], fixed: dict[str, Any]) -> dict[str, Any]:
-    """The variant the routed pipeline ships: the best held-out objective among those whose held-out objective is
-    at least the fixed profile's on every data set (ties: fewer kept intents, then the larger share). The empty
-    variant (the fixed profile everywhere) always qualifies, so there is always one."""
-
-    def per_set(scores: dict[str, Any]) -> dict[str, float]:
-        return {d: m["full@10"] + MRR_WEIGHT * m["mrr"] for d, m in scores["held_out"]["datasets"].items()}
-
-    floor = per_set(fixed)
-    fair = [v for v in variants if all(per_set(v["scores"])[d] >= floor[d] - 1e-9 for d in floor)]
-    return max(fair, key=lambda v: (round(v["scores"]["held_out"]["objective"], 9), -len(v["keep"]), v["share"]))
+    """The variant the routed pipeline ships: the best held-out objective among those with full@10 and MRR both at
+    least the fixed profile's on every data set, on the held-out questions and on all of them (``all`` when the
+    scores have it; ties: more kept intents, then the smaller share, so routing does the most it safely can). The
+    empty variant (the fixed profile everywhere, up to the always-kept intents) qualifies whenever it ties the
+    fixed profile, as it does on sets without keyword queries; with no qualifying variant, the best held-out one."""
+    splits = tuple(s for s in ("held_out", "all") if s in fixed)
+    fair = [v for v in variants if at_least(v["scores"], fixed, splits)] or variants
+    return max(fair, key=lambda v: (round(v["scores"]["held_out"]["objective"], 9), len(v["keep"]), -v["share"]))
