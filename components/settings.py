@@ -181,6 +181,13 @@ _SETTINGS = (
         "serving",
         "Set by `serve --workers N` in its processes: the pid of `serve`, which they do not outlive.",
     ),
+    Setting(
+        "ADAPTIVE_QUERY_CONCURRENCY",
+        "2",
+        "serving",
+        "Queries each serving process runs at once; the others wait their turn (0: no bound): less CPU per request "
+        "and a shorter tail of latencies under load.",
+    ),
     Setting("ADAPTIVE_UPLOAD_QUEUE", "4", "serving", "Uploads waiting or running at once; more get 429."),
     Setting("ADAPTIVE_UPLOAD_TIMEOUT_S", "600", "serving", "Seconds an upload may wait and run before 503."),
     Setting(

@@ -2,7 +2,7 @@
 uploaded for indexing; reports throughput, latency percentiles and errors, and checks that no document is lost.
 
 python scripts/load_test.py [--clients 8] [--seconds 20] [--uploads 6] [--topics 40] [--workdir DIR]
-                            [--workers 1,2] [--rounds 1] [--json OUT]
+                            [--workers 1,2] [--query-concurrency 0,2] [--rounds 1] [--json OUT]
 
 Steps: index ``--topics`` Python reference chapters (pydoc_data, shipped with CPython) into a fresh Qdrant folder;
 start ``adaptive-retrieval serve`` on 127.0.0.1 in a subprocess (its own process, as in production); phase 1:
@@ -17,7 +17,8 @@ machine slows both alike) on the same index and prints the ratios of the last co
 summed over every process of the server (store host and workers); each upload must be found by a query from every
 worker as soon as its answer has come back (the bound README "Scale out" states). ``--json OUT`` writes every
 figure: req_s, p50_ms, p95_ms, errors, CPU per request, the Little's-law floor, RSS and PSS per process, the load
-average.
+average. ``--query-concurrency 0,2`` runs each worker count with each bound on the queries a process runs at once
+(``$ADAPTIVE_QUERY_CONCURRENCY``; 0: none) in turn.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import httpx
 
+from adaptive_retrieval.pipelines.query_admission import CONCURRENCY_ENV
 from evaluation.server_metrics import memory_mb, summary, tree_cpu_seconds
 
 HOST = "127.0.0.1"
@@ -202,9 +204,12 @@ def check_everywhere(url: str, word: str, file_name: str, workers: int, timeout:
     }
 
 
-def run_server(args: argparse.Namespace, workers: int, store_path: Path, workdir: Path, tag: str) -> dict:
-    """Start ``serve --workers N`` on the index, run phase 1 (queries) and phase 2 (queries while uploading), stop
-    it, and check that no document was lost; returns the figures and the failures."""
+def run_server(
+    args: argparse.Namespace, workers: int, store_path: Path, workdir: Path, tag: str, concurrency: int | None = None
+) -> dict:
+    """Start ``serve --workers N`` on the index (with ``$ADAPTIVE_QUERY_CONCURRENCY`` = ``concurrency`` when given),
+    run phase 1 (queries) and phase 2 (queries while uploading), stop it, and check that no document was lost;
+    returns the figures and the failures."""
     from adaptive_retrieval.pipelines.app import free_port
 
     ids_before = snapshot(store_path)
@@ -213,24 +218,27 @@ def run_server(args: argparse.Namespace, workers: int, store_path: Path, workdir
     cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
     command = [*cli, "serve", "--store", str(store_path), "--host", HOST, "--workers", str(workers)]
     log = (workdir / f"server-{tag}.log").open("w")
-    server = subprocess.Popen([*command, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    env = dict(os.environ, **({CONCURRENCY_ENV: str(concurrency)} if concurrency is not None else {}))
+    server = subprocess.Popen([*command, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env)
     uploads: list[dict] = []
     failures: list[str] = []
-    report: dict = {"workers": workers, "load_average_start": os.getloadavg()}
-    words = [f"{w}{tag}" if args.rounds > 1 or len(args.workers) > 1 else w for w in UNIQUE_WORDS[: args.uploads]]
+    label = f"{workers}" if concurrency is None else f"{workers} c{concurrency}"
+    report: dict = {"workers": workers, "config": label, "load_average_start": os.getloadavg()}
+    several = args.rounds > 1 or len(args.workers) * len(args.query_concurrency) > 1
+    words = [f"{w}{tag}" if several else w for w in UNIQUE_WORDS[: args.uploads]]
     try:
         wait_ready(url, server, timeout=600, workers=workers)
         with httpx.Client(base_url=url, timeout=120) as http:
             for query in QUERIES:  # warm-up, not measured
                 http.post("/query/run", json={"query": query}).raise_for_status()
 
-            phase1 = Phase(f"[{workers} worker(s)] queries only")
+            phase1 = Phase(f"[{label} worker(s)] queries only")
             measured(server, phase1, lambda: run_clients(url, args.clients, args.seconds, args.max_requests, phase1))
             print(phase1.report(args.clients), flush=True)
             report["queries_only"] = summary(phase1, args.clients)
 
             what = f"1 upload of {args.big_upload_chars} chars" if args.big_upload_chars else f"{len(words)} uploads"
-            phase2 = Phase(f"[{workers} worker(s)] queries while indexing {what}")
+            phase2 = Phase(f"[{label} worker(s)] queries while indexing {what}")
             visibility: list[dict] = []
             from pydoc_data.topics import topics
 
@@ -317,17 +325,18 @@ def check_documents(store_path: Path, ids_before: set[str], uploads: list[dict],
 
 
 def compare(runs: list[dict]) -> dict:
-    """Per worker count: the median req/s and p95 over its rounds, and the ratios of each count to the first."""
-    table: dict[int, dict] = {}
+    """Per configuration (worker count, and query concurrency when given): the median req/s and p95 over its rounds,
+    and the ratios of each to the first."""
+    table: dict[str, dict] = {}
     for run in runs:
-        row = table.setdefault(run["workers"], {"req_s": [], "p95_ms": [], "p95_over_floor": []})
+        row = table.setdefault(run["config"], {"req_s": [], "p95_ms": [], "p95_over_floor": []})
         for key in row:
             row[key].append(run["queries_only"].get(key))
-    base = statistics.median(table[runs[0]["workers"]]["req_s"])
+    base = statistics.median(table[runs[0]["config"]]["req_s"])
     result = {}
     for workers, row in table.items():
         req_s = statistics.median(row["req_s"])
-        result[str(workers)] = {
+        result[workers] = {
             "req_s": req_s,
             "p95_ms": statistics.median(row["p95_ms"]),
             "p95_over_floor": statistics.median(v for v in row["p95_over_floor"] if v is not None),
@@ -349,6 +358,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=1, help="times each worker count runs, alternating (1-10)")
     parser.add_argument("--json", default=None, help="write every figure to this JSON file")
     parser.add_argument(
+        "--query-concurrency",
+        default=None,
+        help=f"${CONCURRENCY_ENV} of the server (queries each process runs at once; 0: no bound); a list (0,1) runs "
+        "each worker count with each value in turn (default: the server's default)",
+    )
+    parser.add_argument(
         "--big-upload-chars",
         type=int,
         default=0,
@@ -364,6 +379,12 @@ def parse_args() -> argparse.Namespace:
         parser.error("--clients must be 1-64, --seconds 1-600, --uploads 0-8")
     if not all(1 <= w <= 16 for w in args.workers) or not 1 <= args.rounds <= 10:
         parser.error("--workers must be 1-16 each, --rounds 1-10")
+    try:
+        args.query_concurrency = (
+            [None] if args.query_concurrency is None else [int(c) for c in args.query_concurrency.split(",")]
+        )
+    except ValueError:
+        parser.error("--query-concurrency takes a count or a list of counts, e.g. 1 or 0,1")
     return args
 
 
@@ -392,7 +413,9 @@ def main() -> int:
     runs = []
     for round_index in range(args.rounds):
         for workers in args.workers:
-            runs.append(run_server(args, workers, store_path, workdir, f"r{round_index}w{workers}"))
+            for concurrency in args.query_concurrency:
+                tag = f"r{round_index}w{workers}" + ("" if concurrency is None else f"c{concurrency}")
+                runs.append(run_server(args, workers, store_path, workdir, tag, concurrency))
     report = {
         "machine": {"cores": len(os.sched_getaffinity(0)), "load_average_end": os.getloadavg()},
         "chunks": counts["chunks_written"],

@@ -23,6 +23,7 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from starlette.datastructures import Headers
 
+from adaptive_retrieval.pipelines.query_admission import query_slot
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query
 from adaptive_retrieval.pipelines.security import guard_request
 from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
@@ -43,7 +44,8 @@ class PipelineWrapper(BasePipelineWrapper):
         try:
             # Checked here too: an MCP tool call reaches run_api without the request model's validation.
             check_top_k(top_k)
-            result = run_query(self.pipeline, query)
+            with query_slot():
+                result = run_query(self.pipeline, query)
         except (ValueError, TypeError) as err:
             # validation.py's rules (empty, control characters, too long, not a string, top_k): a client error.
             raise HTTPException(status_code=400, detail=str(err)) from err
