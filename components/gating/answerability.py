@@ -67,6 +67,13 @@ if TYPE_CHECKING:
 _OPERATORS = Path(__file__).resolve().parent / "data" / "question_operators.txt"
 #: Shortest stem that matches by prefix (a design constant, not fitted: the only value tried).
 PREFIX_MIN = 5
+#: Passages the check reads, from the top of the returned list. The check was designed on lists of 10-15 (the
+#: profiles' ``top_k``); reading every returned passage made it depend on the routing profile: with profiles that
+#: return 12-14 passages, more of them graph neighbours, an absent attribute found a passage that words something
+#: like it more often, and the self-calibration's hold-back of absent-attribute pseudo-queries fell from 45 % to
+#: 31 % on dragonball_law_en, near the 30 % under which the check turns itself off (scripts/README.md, "Fewer
+#: intents"). A fixed count keeps the check's meaning whatever the profile.
+ASKED_DOCUMENTS = 10
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 
 
@@ -175,9 +182,10 @@ def asked_coverage(
     floor: float = 1.0,
     needed: float = 1.0,
 ) -> float:
-    """How much of what ``query`` asks for the returned passages hold, in [0, 1]: the mean of the best single
-    passage's share of :func:`asked_terms` and the share found across all of them (``names``: the query's names,
-    left out of the asked terms). 1.0 when the query asks nothing beyond its names, 0.0 without passages.
+    """How much of what ``query`` asks for the first :data:`ASKED_DOCUMENTS` returned passages hold, in [0, 1]: the
+    mean of the best single passage's share of :func:`asked_terms` and the share found across all of them
+    (``names``: the query's names, left out of the asked terms). 1.0 when the query asks nothing beyond its names,
+    0.0 without passages.
 
     :param vectors: word vectors for soft matches (``None``: stems only).
     :param floor: the similarity at which a soft match starts to count (1.0: stems only).
@@ -188,6 +196,7 @@ def asked_coverage(
     asked = asked_words(query, names)
     if not asked:
         return 1.0
+    documents = documents[:ASKED_DOCUMENTS]
     if not documents:
         return 0.0
     texts, credit = _lexical(documents, list(asked))
@@ -204,6 +213,7 @@ def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], v
     query's names excluded): over absent-attribute pseudo-queries, what an absent attribute reaches by
     similarity alone, from which the self-calibration reads the soft-match ``floor``."""
     asked = asked_words(query, names)
+    documents = documents[:ASKED_DOCUMENTS]
     if not asked or not documents:
         return []
     texts, credit = _lexical(documents, list(asked))

@@ -11,7 +11,7 @@ import pytest
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import ChatMessage
 
-from adaptive_retrieval.components.gating.answerability import asked_coverage, asked_terms
+from adaptive_retrieval.components.gating.answerability import ASKED_DOCUMENTS, asked_coverage, asked_terms
 from adaptive_retrieval.components.gating.calibration import PRIOR_FILE, fit_asked_threshold, load_prior
 from adaptive_retrieval.components.gating.pseudo_queries import pseudo_queries
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, PRIOR, QualityGate
@@ -29,6 +29,19 @@ OTHER = Document(id="o1", content="A recipe book about Italian cuisine and pasta
 
 
 # -- asked -------------------------------------------------------------------------------------------------
+
+
+def test_asked_reads_only_the_first_passages_of_the_list() -> None:
+    # The check means the same whatever a routing profile's top_k: a passage below the first ASKED_DOCUMENTS
+    # does not hold the fact for it.
+    q = "Who was the defense lawyer for K. Gonzalez?"
+    names = query_names(q)
+    filler = [
+        Document(id=f"f{i}", content=f"K. Gonzalez attended hearing {i}.", meta={"doc_id": f"d{i}"})
+        for i in range(ASKED_DOCUMENTS)
+    ]
+    assert asked_coverage([*filler[:-1], JUDGMENT], q, names) == 1.0
+    assert asked_coverage([*filler, JUDGMENT], q, names) < 1.0
 
 
 def test_asked_terms_are_what_the_question_asks_without_names_and_framing() -> None:
