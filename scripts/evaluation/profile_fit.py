@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_retrieval.components.routing.profiles import mix_profiles
-from evaluation.replay import MRR_WEIGHT, Scorer
+from evaluation.replay import MRR_WEIGHT, Scorer, objective_of_means
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES_JSON = ROOT / "components" / "routing" / "data" / "profiles.json"
@@ -195,12 +195,11 @@ def merged(
     for intent, profile in routed.items():
         if intent in keep_always:
             out[intent] = copy.deepcopy(profile)
-            out[intent]["weights"] = {c: float(profile["weights"].get(c, 0.0)) for c in names}
         elif intent in keep:
             out[intent] = shrunk({intent: profile}, plain, share)[intent]
-            out[intent]["weights"] = {c: out[intent]["weights"].get(c, 0.0) for c in names}
         else:
             out[intent] = copy.deepcopy(plain)
+        out[intent]["weights"] = {c: float(out[intent]["weights"].get(c, 0.0)) for c in names}
     return out
 
 
@@ -225,8 +224,7 @@ def with_all(scores: dict[str, Any]) -> dict[str, Any]:
             **{m: (train[m] * train["n"] + held[m] * held["n"]) / n for m in train if m != "n"},
             "n": n,
         }
-    objective = sum(d["full@10"] + MRR_WEIGHT * d["mrr"] for d in datasets.values()) / max(len(datasets), 1)
-    return {**scores, "all": {"objective": objective, "datasets": datasets}}
+    return {**scores, "all": {"objective": objective_of_means(datasets.values()), "datasets": datasets}}
 
 
 def at_least(scores: dict[str, Any], peer: dict[str, Any], splits: tuple[str, ...]) -> bool:
