@@ -166,8 +166,8 @@ def collect_signals(
 
 
 def _asked_floor(gate: Any, runs: list[tuple[PseudoQuery, list[Document], list[Document]]]) -> tuple[float, dict]:
-    """The index's soft-match floor (:func:`fit_asked_floor`) from the absent-attribute runs; the prior's when the
-    gate matches stems only."""
+    """The index's soft-match floor (:func:`fit_asked_floor`) from the absent-attribute runs (the prior's when they
+    are too few); 1.0, stems only, when the gate has no word vectors."""
     prior = float(gate.prior["asked_floor"])
     if gate.word_vectors is None:
         return 1.0, {}

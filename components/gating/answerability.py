@@ -183,9 +183,9 @@ def asked_coverage(
     needed: float = 1.0,
 ) -> float:
     """How much of what ``query`` asks for the first :data:`ASKED_DOCUMENTS` returned passages hold, in [0, 1]: the
-    mean of the best single passage's share of :func:`asked_terms` and the share found across all of them
-    (``names``: the query's names, left out of the asked terms). 1.0 when the query asks nothing beyond its names,
-    0.0 without passages.
+    mean of the best single document's share of :func:`asked_terms` (its passages together, by ``doc_id``) and
+    the share found across all of them (``names``: the query's names, left out of the asked terms). 1.0 when the
+    query asks nothing beyond its names, 0.0 without passages.
 
     :param vectors: word vectors for soft matches (``None``: stems only).
     :param floor: the similarity at which a soft match starts to count (1.0: stems only).
