@@ -90,6 +90,13 @@ _SETTINGS = (
         "answers carry no vectors; emptied on every write. 0: every answer carries its vectors.",
     ),
     Setting(
+        "ADAPTIVE_STORE_POINT_CACHE",
+        "10000",
+        "stores",
+        "Documents the embedded store (Qdrant Edge) keeps in its process once read (about 4 KB each at 384-d), so "
+        "a search asks the shard for ids and scores only; emptied on every write. 0: every search reads them.",
+    ),
+    Setting(
         "ADAPTIVE_STORE_HOST_WAIT_S",
         "30",
         "stores",

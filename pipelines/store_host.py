@@ -75,16 +75,18 @@ class StoreHost:
 
     def answer(self, message: Any) -> tuple[str, Any, Any]:
         """``("ok", value, generation)`` or ``("error", exception, None)`` for one ``(params, method, args,
-        kwargs)`` call. The generation (this host's token, the writes made through its shard so far) is read before
-        the call runs: a worker keeps the vectors of one generation (:mod:`~adaptive_retrieval.components.stores.
-        vector_cache`)."""
+        kwargs)`` call. The generation (this host's token, the writes made through its shard so far; ``None`` while a
+        write runs) is read before the call runs: a worker keeps the vectors of one generation
+        (:mod:`~adaptive_retrieval.components.stores.vector_cache`)."""
         try:
             params, method, args, kwargs = message
             if method not in REMOTE_METHODS:
                 msg = f"A store host does not run '{method}'"
                 raise ValueError(msg)
             store = self.store_for(params)
-            generation = (self.token, store.write_count)
+            count = store.write_count
+            # None while a write runs: the worker then keeps nothing of this answer.
+            generation = None if count is None else (self.token, count)
             if method == "dense_vectors":
                 return "ok", dense_vectors(store, *args), generation
             return "ok", getattr(store, method)(*args, **kwargs), generation

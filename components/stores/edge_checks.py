@@ -2,8 +2,8 @@
 
 A damaged index used to answer queries with exit 0: a deleted ``segments`` folder (Edge starts an empty one), a
 lost segment, flipped vector bytes. These checks cost a directory lookup, one count and one scroll of the
-manifest records (one per source) on open, and a norm per returned vector; ``adaptive-retrieval stats --verify``
-checks everything (every vector, every id, the graph file).
+manifest records (one per source) on open, a norm per vector as it is first read, and a look at every score a
+search returns; ``adaptive-retrieval stats --verify`` checks everything (every vector, every id, the graph file).
 
 Usage::
 
@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,14 @@ def ledger_problem(store: Any) -> str | None:
         f"it holds {stored} chunks and summaries where its manifest records count {expected} "
         f"({expected - stored} missing: a deleted or damaged segment?)"
     )
+
+
+def score_problem(points: Iterable[Any]) -> str | None:
+    """Why the scores of a search's points cannot be right (a non-finite score), or ``None``."""
+    for point in points:
+        if point.score is not None and not math.isfinite(point.score):
+            return f"point {point.id} came back with the score {point.score}"
+    return None
 
 
 def vector_problem(documents: Iterable[Document], normalised: bool) -> str | None:

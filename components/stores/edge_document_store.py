@@ -34,7 +34,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components.stores.disk_space import occupied_bytes, require_space
-from adaptive_retrieval.components.stores.edge_checks import ledger_problem, vector_problem
+from adaptive_retrieval.components.stores.edge_checks import ledger_problem, score_problem, vector_problem
 from adaptive_retrieval.components.stores.edge_conversion import (
     DENSE_VECTORS_NAME,
     SPARSE_VECTORS_NAME,
@@ -70,6 +70,7 @@ from adaptive_retrieval.components.stores.edge_shards import (
     release_all_clients,
 )
 from adaptive_retrieval.components.stores.locations import qdrant_folder
+from adaptive_retrieval.components.stores.point_cache import KeptPoint
 
 logger = logging.getLogger(__name__)
 
@@ -356,10 +357,17 @@ class EdgeDocumentStore:
         False) and, if asked, the sparse one."""
         if not ids:
             return []
+        wanted = {point_id(i): i for i in dict.fromkeys(ids)}
+        opened = self._opened()
+        generation = opened.stable_generation()
+        if opened.points is not None and not sparse and generation is not None:
+            kept = self._kept_points(opened, generation, list(wanted))
+            if kept is not None:
+                return [opened.points.document(kept[p], None, dense) for p in wanted if p in kept]
         vectors = [DENSE_VECTORS_NAME] * dense + [SPARSE_VECTORS_NAME] * sparse or False
-        records = self._read(self.shard.retrieve, [point_id(i) for i in ids], with_payload=True, with_vector=vectors)
+        records = self._read(self.shard.retrieve, list(wanted), with_payload=True, with_vector=vectors)
         found = {d.id: d for d in (point_to_document(r) for r in records)}
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
+        return [found[i] for i in wanted.values() if i in found]
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """Documents by id with all their vectors (as ``QdrantDocumentStore.get_documents_by_id``)."""
@@ -397,9 +405,10 @@ class EdgeDocumentStore:
         return {"points": i.points_count, "indexed_vectors": i.indexed_vectors_count, "segments": i.segments_count}
 
     @property
-    def write_count(self) -> int:
-        """Writes through this process's open shard since it opened: changes with every write (internals below)."""
-        return self._opened().writes
+    def write_count(self) -> int | None:
+        """A count of the writes through this process's open shard since it opened, which changes with every write;
+        ``None`` while a write runs (what is read then belongs to neither side of it)."""
+        return self._opened().stable_generation()
 
     def _query(
         self,
@@ -410,11 +419,39 @@ class EdgeDocumentStore:
         score_threshold: float | None,
         params: Any = None,
     ) -> list[Document]:
+        opened = self._opened()
+        generation = opened.stable_generation()
+        if opened.points is not None and generation is not None:
+            # Ids and scores from Edge, the documents from this process's cache (:mod:`.point_cache`).
+            request = query_request(query, top_k, filters, False, score_threshold, params, with_payload=False)
+            hits = self._read(self.shard.query, request)
+            if problem := score_problem(hits):
+                raise vector_damage(self.shard_path, self.folder, problem)
+            kept = self._kept_points(opened, generation, [h.id for h in hits])
+            if kept is not None and len(kept) == len(hits):
+                return [opened.points.document(kept[h.id], h.score, return_embedding) for h in hits]
+            # A write since the search (the hits are of another state): searched again, as without the cache.
         request = query_request(query, top_k, filters, return_embedding, score_threshold, params)
         documents = [point_to_document(p, p.score) for p in self._read(self.shard.query, request)]
         if problem := vector_problem(documents, normalised=self.similarity == "cosine"):
             raise vector_damage(self.shard_path, self.folder, problem)
         return documents
+
+    def _kept_points(self, opened: OpenShard, generation: int, ids: list[Any]) -> dict[Any, KeptPoint] | None:
+        """The kept points of ``ids`` (point ids) as of ``generation``: those the cache holds, the others read
+        from the shard with their dense vector (checked as a search checks its vectors) and kept; ids the shard does
+        not hold are left out. ``None`` when a write ran meanwhile (the caller reads as without the cache)."""
+        assert opened.points is not None
+        kept, missing = opened.points.lookup(generation, ids)
+        if missing:
+            records = self._read(self.shard.retrieve, missing, with_payload=True, with_vector=[DENSE_VECTORS_NAME])
+            documents = {r.id: point_to_document(r) for r in records}
+            if problem := vector_problem(documents.values(), normalised=self.similarity == "cosine"):
+                raise vector_damage(self.shard_path, self.folder, problem)
+            if opened.writes != generation:
+                return None
+            kept.update(opened.points.keep(generation, documents))
+        return kept
 
     def _scroll(self, edge_filter: qe.Filter | None, vectors: bool) -> Iterator[Any]:
         offset = None
@@ -439,9 +476,12 @@ class EdgeDocumentStore:
             raise read_failure(self.shard_path, err) from err
 
     def _update(self, operation: qe.UpdateOperation) -> None:
+        opened = self._opened()
+        opened.begin_write()
         try:
-            self._opened().writes += 1
             self.shard.update(operation)
         except Exception as err:
             msg = f"Writing to the index '{self.shard_path}' failed: {err}"
             raise DocumentStoreError(msg) from err
+        finally:
+            opened.end_write()

@@ -55,14 +55,15 @@ def query_request(
     return_embedding: bool,
     score_threshold: float | None = None,
     params: Any = None,
+    with_payload: bool = True,
 ) -> qe.QueryRequest:
-    """The request for ``query``: ``top_k`` points matching Haystack ``filters``, with payloads, and the dense
-    vector when ``return_embedding``."""
+    """The request for ``query``: ``top_k`` points matching Haystack ``filters``, with payloads (unless
+    ``with_payload`` is False: ids and scores), and the dense vector when ``return_embedding``."""
     return qe.QueryRequest(
         limit=int(top_k),
         query=query,
         filter=convert_filters(filters),
-        with_payload=True,
+        with_payload=with_payload,
         with_vector=[DENSE_VECTORS_NAME] if return_embedding else False,
         score_threshold=score_threshold,
         params=params,

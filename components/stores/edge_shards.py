@@ -28,6 +28,8 @@ from adaptive_retrieval.components.stores.edge_errors import (
     open_error,
 )
 from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, QDRANT_PATH_ENV
+from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV as POINT_CACHE_ENV
+from adaptive_retrieval.components.stores.point_cache import PointCache
 
 logger = logging.getLogger(__name__)
 
@@ -79,15 +81,37 @@ class OpenShard:
         #: Points written since the last optimisation (decides whether :meth:`optimize` has work to do).
         self.unoptimized_writes = 0
         self.closed = False
-        #: Writes so far, and the count at which the manifest ledger was last checked with its finding.
+        #: Twice the writes so far, odd while one runs (see :meth:`begin_write`), and the count at which the
+        #: manifest ledger was last checked with its finding.
         self.writes = 0
         self.ledger: tuple[int, str | None] | None = None
+        #: Documents read from the shard, of the generation ``writes`` (:mod:`.point_cache`); ``None``: none kept.
+        self.points = _point_cache()
+
+    def begin_write(self) -> None:
+        """Count a write that starts: ``writes`` is odd until :meth:`end_write`, so that nothing read meanwhile
+        is kept as the state of either side of it."""
+        self.writes += 1
+
+    def end_write(self) -> None:
+        """Count the end of the write :meth:`begin_write` started (whether it succeeded or not)."""
+        self.writes += 1
+
+    def stable_generation(self) -> int | None:
+        """The write count when no write runs, else ``None`` (what is read now belongs to no one state)."""
+        writes = self.writes
+        return None if writes % 2 else writes
 
     def close(self) -> None:
         with self.write_lock:
             self.shard.flush()
             self.shard.close()
             self.closed = True
+
+
+def _point_cache() -> PointCache | None:
+    capacity = settings.whole(POINT_CACHE_ENV)
+    return PointCache(capacity) if capacity else None
 
 
 #: Open shards by resolved folder path.

@@ -213,9 +213,11 @@ class RemoteDocumentStore:
     def _with_kept_vectors(self, method: str, without: dict, with_: dict, *args: Any, **kwargs: Any) -> list[Document]:
         """A search or fetch whose answer carries no dense vectors (``without``: the option that says so): those
         this worker keeps (:mod:`.vector_cache`) are filled in, the others fetched in one more call. A write between
-        the two calls: the call again with its vectors (``with_``)."""
+        the two calls, or one running: the call again with its vectors (``with_``)."""
         assert self._vectors is not None
         documents, generation = self._call_tagged(method, *args, **without, **kwargs)
+        if generation is None:  # answered while a write ran: its vectors are asked for with it
+            return self._call(method, *args, **with_, **kwargs)
         vectors, missing = self._vectors.lookup(generation, [d.id for d in documents])
         if missing:
             fetched, again = self._call_tagged("dense_vectors", missing)

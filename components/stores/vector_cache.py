@@ -20,11 +20,12 @@ Usage::
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
+
+from adaptive_retrieval.components.stores.generation_cache import GenerationCache
 
 #: Environment variable: how many vectors a serving worker keeps (0: none, every answer carries its vectors).
 CAPACITY_ENV = "ADAPTIVE_STORE_VECTOR_CACHE"
@@ -37,51 +38,30 @@ class VectorCache:
     """
 
     def __init__(self, capacity: int) -> None:
-        if capacity < 1:
-            msg = f"A vector cache needs a capacity of at least 1, not {capacity}"
-            raise ValueError(msg)
-        self.capacity = capacity
-        self._generation: Hashable | None = None
-        self._vectors: dict[str, np.ndarray | None] = {}
-        self._lock = threading.Lock()
+        self._rows: GenerationCache[str, np.ndarray | None] = GenerationCache(capacity)
 
     def __len__(self) -> int:
-        return len(self._vectors)
+        return len(self._rows)
 
-    def _sync(self, generation: Hashable) -> None:
-        if generation != self._generation:
-            self._vectors.clear()
-            self._generation = generation
+    @property
+    def generation(self) -> Hashable | None:
+        """The generation whose vectors the cache holds."""
+        return self._rows.generation
 
     def lookup(self, generation: Hashable, ids: list[str]) -> tuple[dict[str, list[float] | None], list[str]]:
         """The kept vectors of ``ids`` (each a new list; ``None`` for a document stored without one) and the ids
         not kept, for an answer of ``generation`` (another generation than the cache's empties it first)."""
-        kept: dict[str, list[float] | None] = {}
-        missing: list[str] = []
-        with self._lock:
-            self._sync(generation)
-            for i in ids:
-                if i in self._vectors:
-                    vector = self._vectors[i]
-                    kept[i] = None if vector is None else vector.tolist()
-                else:
-                    missing.append(i)
-        return kept, missing
+        rows, missing = self._rows.lookup(generation, ids)
+        return {i: None if row is None else row.tolist() for i, row in rows.items()}, missing
 
     def keep(self, generation: Hashable, vectors: Mapping[str, Any]) -> dict[str, list[float] | None]:
         """Keep ``vectors`` (id → list of floats or ``None``) fetched in ``generation``; returns them as lists for
         the documents at hand. Vectors of another generation than the cache's current one are not kept."""
-        rows = {i: None if v is None else _row(v) for i, v in vectors.items()}
-        with self._lock:
-            if generation == self._generation:
-                if len(self._vectors) + len(rows) > self.capacity:
-                    for old in list(self._vectors)[: max(len(self._vectors) // 2, len(rows))]:
-                        del self._vectors[old]
-                self._vectors.update(list(rows.items())[: self.capacity])
+        self._rows.keep(generation, {i: None if v is None else float32_row(v) for i, v in vectors.items()})
         return {i: None if v is None else list(v) for i, v in vectors.items()}
 
 
-def _row(vector: Any) -> np.ndarray:
+def float32_row(vector: Any) -> np.ndarray:
     """``vector`` as float32 when that holds it exactly (Qdrant Edge's storage type), else as float64."""
     exact = np.asarray(vector, dtype=np.float64)
     single = exact.astype(np.float32)

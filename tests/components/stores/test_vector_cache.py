@@ -109,10 +109,10 @@ def test_a_restarted_host_is_another_generation(host, monkeypatch) -> None:
     _, kept = _stores(host, monkeypatch)
     query = list(_unit(np.random.default_rng(7), 1)[0])
     kept.search_dense(query, top_k=5)
-    generation = kept._vectors._generation
+    generation = kept._vectors.generation
     host["host"].token = "restarted"  # what a new host process has: another token, its write count from 0
     kept.search_dense(query, top_k=5)
-    assert kept._vectors._generation != generation and kept._vectors._generation[0] == "restarted"
+    assert kept._vectors.generation != generation and kept._vectors.generation[0] == "restarted"
 
 
 def test_the_cache_keeps_one_generation_within_its_capacity() -> None:

@@ -1,0 +1,170 @@
+"""The documents an embedded store keeps in its process: searches and fetches answer exactly what the shard
+answers without the cache (every field, in order), a write (overwrite, delete) is seen by the next search,
+nothing read while a write runs is kept, and the cache's own bounds. A real Qdrant Edge shard."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+
+from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
+from adaptive_retrieval.components.stores.generation_cache import GenerationCache
+from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV, PointCache
+
+LEVEL0 = {"field": "meta.level", "operator": "==", "value": 0}
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    m = rng.standard_normal((n, 384))
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _docs(n: int = 30, seed: int = 1, text: str = "text") -> list[Document]:
+    return [
+        Document(
+            id=f"d{i}",
+            content=f"{text} {i} word{i % 4}",
+            meta={"level": i % 2, "source": f"s{i % 3}", "path": ["a", {"b": i}]},
+            embedding=list(v),
+            sparse_embedding=SparseEmbedding(indices=[i % 4, 10 + i], values=[1.0, 0.5]),
+        )
+        for i, v in enumerate(_unit(np.random.default_rng(seed), n))
+    ]
+
+
+def _fields(documents: list[Document]) -> list[dict]:
+    return [dict(d.__dict__) for d in documents]
+
+
+@pytest.fixture
+def stores(tmp_path: Path, monkeypatch):
+    """The same folder read with the cache and, in another process-like registry entry, without it."""
+    writer = EdgeDocumentStore(path=str(tmp_path / "qdrant"))
+    writer.write_documents(_docs())
+    writer.close()
+    release_all_clients()
+    monkeypatch.setenv(CAPACITY_ENV, "1000")
+    cached = EdgeDocumentStore(path=str(tmp_path / "qdrant"))
+    assert cached._opened().points is not None
+    yield cached
+    cached.close()
+    release_all_clients()
+
+
+def _plain(store: EdgeDocumentStore, call):
+    """What ``call(store)`` answers when the shard is read without the cache."""
+    opened = store._opened()
+    points, opened.points = opened.points, None
+    try:
+        return call(store)
+    finally:
+        opened.points = points
+
+
+CALLS = {
+    "dense with vectors": lambda s: s.search_dense(list(_unit(np.random.default_rng(7), 1)[0]), top_k=12),
+    "dense without vectors": lambda s: s.search_dense(
+        list(_unit(np.random.default_rng(8), 1)[0]), top_k=12, return_embedding=False
+    ),
+    "dense filtered": lambda s: s.search_dense(list(_unit(np.random.default_rng(9), 1)[0]), top_k=8, filters=LEVEL0),
+    "sparse": lambda s: s.search_sparse(SparseEmbedding(indices=[1, 12], values=[1.0, 1.0]), top_k=10),
+    "fetch": lambda s: s.fetch_documents(["d3", "nope", "d1", "d3"]),
+    "fetch without vectors": lambda s: s.fetch_documents(["d5", "d2"], dense=False),
+    "fetch with sparse": lambda s: s.fetch_documents(["d5", "d2"], sparse=True),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_answers_equal_the_shard_read_without_the_cache(stores: EdgeDocumentStore, name: str) -> None:
+    call = CALLS[name]
+    expected = _plain(stores, call)
+    assert expected
+    for _ in range(2):  # the first call fills the cache, the second is answered from it
+        assert _fields(call(stores)) == _fields(expected)
+
+
+def test_answers_are_copies_a_caller_may_change(stores: EdgeDocumentStore) -> None:
+    call = CALLS["dense with vectors"]
+    first = call(stores)
+    first[0].meta["path"][1]["b"] = "changed"
+    first[0].embedding[0] = 9.0
+    assert _fields(call(stores)) == _fields(_plain(stores, call))
+
+
+def test_a_write_is_seen_by_the_next_search(stores: EdgeDocumentStore) -> None:
+    call = CALLS["dense with vectors"]
+    call(stores)
+    assert len(stores._opened().points) > 0
+    stores.write_documents(_docs(text="rewritten"))  # same ids, new content
+    assert all(d.content.startswith("rewritten") for d in call(stores))
+    gone = [d.id for d in call(stores)[:3]]
+    stores.delete_documents(gone)
+    assert not {d.id for d in call(stores)} & set(gone)
+    assert _fields(call(stores)) == _fields(_plain(stores, call))
+
+
+def test_nothing_read_while_a_write_runs_is_kept(stores: EdgeDocumentStore) -> None:
+    opened = stores._opened()
+    opened.begin_write()
+    try:
+        assert opened.stable_generation() is None
+        CALLS["dense with vectors"](stores)
+        assert len(opened.points) == 0
+    finally:
+        opened.end_write()
+    CALLS["dense with vectors"](stores)
+    assert len(opened.points) > 0
+
+
+def test_searches_during_writes_answer_one_state_or_the_other(stores: EdgeDocumentStore) -> None:
+    call = CALLS["dense with vectors"]
+    ids = {d.id for d in _docs()}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for round_ in range(20):
+                stores.write_documents(_docs(text=f"round{round_}"))
+        except BaseException as err:
+            errors.append(err)
+        finally:
+            stop.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    while not stop.is_set():
+        for document in call(stores):
+            assert document.id in ids and document.embedding is not None
+    writer.join()
+    assert not errors
+    assert _fields(call(stores)) == _fields(_plain(stores, call))
+
+
+def test_zero_turns_the_cache_off(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(CAPACITY_ENV, "0")
+    store = EdgeDocumentStore(path=str(tmp_path / "qdrant"))
+    store.write_documents(_docs(5))
+    assert store._opened().points is None
+    assert len(CALLS["dense with vectors"](store)) == 5
+    store.close()
+    release_all_clients()
+
+
+def test_the_cache_keeps_one_generation_within_its_capacity() -> None:
+    cache: GenerationCache[str, int] = GenerationCache(capacity=4)
+    cache.lookup(2, [])
+    cache.keep(2, {"a": 1, "b": 2, "c": 3})
+    assert cache.lookup(2, ["a", "x"]) == ({"a": 1}, ["x"])
+    cache.keep(2, {"d": 4, "e": 5})  # over capacity: the oldest half goes
+    assert len(cache) <= 4 and cache.lookup(2, ["e"])[0] == {"e": 5}
+    assert cache.lookup(4, ["e"]) == ({}, ["e"])  # another generation: emptied
+    cache.keep(2, {"z": 0})  # a late read of the old generation is not kept
+    assert len(cache) == 0
+    with pytest.raises(ValueError, match="at least 1"):
+        PointCache(0)
