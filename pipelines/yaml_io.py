@@ -58,9 +58,9 @@ HAYHOOKS_IO: list[dict[str, dict[str, str]]] = [
         },
     },
 ]
-_CHECKOUT_YAML = Path(__file__).resolve().parents[1] / "yaml"
-#: ``yaml/`` of a checkout (or an editable install); an installed wheel carries the same files as ``pipelines/yaml``.
-YAML_DIR = _CHECKOUT_YAML if _CHECKOUT_YAML.is_dir() else Path(__file__).resolve().parent / "yaml"
+#: ``yaml/`` beside ``pipelines/``: the checkout's (or an editable install's), or the installed wheel's
+#: ``adaptive_retrieval/yaml`` (not inside ``pipelines/``, whose every folder Hayhooks serves as a pipeline).
+YAML_DIR = Path(__file__).resolve().parents[1] / "yaml"
 
 
 class PipelineLoadError(InputError):

@@ -21,7 +21,17 @@ def test_every_package_and_the_yaml_are_declared() -> None:
     data = {f"adaptive_retrieval.components.{d.parent.name}.data" for d in (ROOT / "components").glob("*/data")}
     assert wrappers == {f"adaptive_retrieval.pipelines.{name}" for name in ("query", "indexing", "diagrams")}
     declared = set(config["packages"])
-    expected = found | wrappers | data | {"adaptive_retrieval.pipelines.yaml"}
+    expected = found | wrappers | data | {"adaptive_retrieval.yaml"}
     assert declared == expected, "a new subpackage must be listed in pyproject.toml"
-    assert config["package-dir"]["adaptive_retrieval.pipelines.yaml"] == "yaml"
+    assert config["package-dir"]["adaptive_retrieval.yaml"] == "yaml"
     assert {p.name for p in (ROOT / "yaml").glob("*.yaml")} == {"indexing.yaml", "query.yaml", "query_ppr.yaml"}
+
+
+def test_the_installed_pipelines_folder_holds_only_pipeline_wrappers() -> None:
+    """A one-process server serves every folder of the installed ``adaptive_retrieval/pipelines`` as a Hayhooks
+    pipeline: a data folder shipped there (the YAML once was) stops ``serve --workers 1`` of a wheel install."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    served = {p for p in config["packages"] if p.startswith("adaptive_retrieval.pipelines.")}
+    for package in served:
+        folder = ROOT / config["package-dir"].get(package, "pipelines/" + package.rsplit(".", 1)[1])
+        assert (folder / "pipeline_wrapper.py").is_file(), f"{package} ships in the served folder but is no wrapper"
