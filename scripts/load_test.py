@@ -3,6 +3,7 @@ uploaded for indexing; reports throughput, latency percentiles and errors, and c
 
 python scripts/load_test.py [--clients 8] [--seconds 20] [--uploads 6] [--topics 40] [--workdir DIR]
                             [--workers 1,2] [--query-concurrency 0,2] [--rounds 1] [--json OUT]
+                            [--baseline-python OTHER_CHECKOUT/.venv/bin/python]
 
 Steps: index ``--topics`` Python reference chapters (pydoc_data, shipped with CPython) into a fresh Qdrant folder;
 start ``adaptive-retrieval serve`` on 127.0.0.1 in a subprocess (its own process, as in production); phase 1:
@@ -18,7 +19,8 @@ summed over every process of the server (store host and workers); each upload mu
 worker as soon as its answer has come back (the bound README "Scale out" states). ``--json OUT`` writes every
 figure: req_s, p50_ms, p95_ms, errors, CPU per request, the Little's-law floor, RSS and PSS per process, the load
 average. ``--query-concurrency 0,2`` runs each worker count with each bound on the queries a process runs at once
-(``$ADAPTIVE_QUERY_CONCURRENCY``; 0: none) in turn.
+(``$ADAPTIVE_QUERY_CONCURRENCY``; 0: none) in turn. ``--baseline-python`` runs every configuration a second time
+under another checkout's interpreter, right after this one's, on the same index: before/after figures of one run.
 """
 
 from __future__ import annotations
@@ -205,26 +207,33 @@ def check_everywhere(url: str, word: str, file_name: str, workers: int, timeout:
 
 
 def run_server(
-    args: argparse.Namespace, workers: int, store_path: Path, workdir: Path, tag: str, concurrency: int | None = None
+    args: argparse.Namespace,
+    workers: int,
+    store_path: Path,
+    workdir: Path,
+    tag: str,
+    concurrency: int | None = None,
+    python: str | None = None,
 ) -> dict:
-    """Start ``serve --workers N`` on the index (with ``$ADAPTIVE_QUERY_CONCURRENCY`` = ``concurrency`` when given),
-    run phase 1 (queries) and phase 2 (queries while uploading), stop it, and check that no document was lost;
-    returns the figures and the failures."""
+    """Start ``serve --workers N`` on the index (with ``$ADAPTIVE_QUERY_CONCURRENCY`` = ``concurrency`` when given,
+    under the interpreter ``python``: another checkout's, for a before/after run), run phase 1 (queries) and phase
+    2 (queries while uploading), stop it, and check that no document was lost; returns the figures and the
+    failures."""
     from adaptive_retrieval.pipelines.app import free_port
 
     ids_before = snapshot(store_path)
     port = args.port or free_port(HOST)
     url = f"http://{HOST}:{port}"
-    cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
+    cli = [python or sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
     command = [*cli, "serve", "--store", str(store_path), "--host", HOST, "--workers", str(workers)]
     log = (workdir / f"server-{tag}.log").open("w")
     env = dict(os.environ, **({CONCURRENCY_ENV: str(concurrency)} if concurrency is not None else {}))
     server = subprocess.Popen([*command, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env)
     uploads: list[dict] = []
     failures: list[str] = []
-    label = f"{workers}" if concurrency is None else f"{workers} c{concurrency}"
+    label = (f"{workers}" if concurrency is None else f"{workers} c{concurrency}") + (" baseline" if python else "")
     report: dict = {"workers": workers, "config": label, "load_average_start": os.getloadavg()}
-    several = args.rounds > 1 or len(args.workers) * len(args.query_concurrency) > 1
+    several = args.rounds > 1 or len(args.workers) * len(args.query_concurrency) > 1 or args.baseline_python
     words = [f"{w}{tag}" if several else w for w in UNIQUE_WORDS[: args.uploads]]
     try:
         wait_ready(url, server, timeout=600, workers=workers)
@@ -329,7 +338,9 @@ def compare(runs: list[dict]) -> dict:
     and the ratios of each to the first."""
     table: dict[str, dict] = {}
     for run in runs:
-        row = table.setdefault(run["config"], {"req_s": [], "p95_ms": [], "p95_over_floor": []})
+        row = table.setdefault(
+            run["config"], {"req_s": [], "p95_ms": [], "p95_over_floor": [], "server_cpu_ms_per_request": []}
+        )
         for key in row:
             row[key].append(run["queries_only"].get(key))
     base = statistics.median(table[runs[0]["config"]]["req_s"])
@@ -340,6 +351,9 @@ def compare(runs: list[dict]) -> dict:
             "req_s": req_s,
             "p95_ms": statistics.median(row["p95_ms"]),
             "p95_over_floor": statistics.median(v for v in row["p95_over_floor"] if v is not None),
+            "server_cpu_ms_per_request": statistics.median(
+                v for v in row["server_cpu_ms_per_request"] if v is not None
+            ),
             "speedup": round(req_s / base, 2) if base else None,
         }
     return result
@@ -362,6 +376,12 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help=f"${CONCURRENCY_ENV} of the server (queries each process runs at once; 0: no bound); a list (0,1) runs "
         "each worker count with each value in turn (default: the server's default)",
+    )
+    parser.add_argument(
+        "--baseline-python",
+        default=None,
+        help="also run every configuration under this interpreter (another checkout's venv, e.g. the version "
+        "before a change), alternating with this one, on the same index",
     )
     parser.add_argument(
         "--big-upload-chars",
@@ -414,8 +434,10 @@ def main() -> int:
     for round_index in range(args.rounds):
         for workers in args.workers:
             for concurrency in args.query_concurrency:
-                tag = f"r{round_index}w{workers}" + ("" if concurrency is None else f"c{concurrency}")
-                runs.append(run_server(args, workers, store_path, workdir, tag, concurrency))
+                for python in [None, args.baseline_python] if args.baseline_python else [None]:
+                    tag = f"r{round_index}w{workers}" + ("" if concurrency is None else f"c{concurrency}")
+                    tag += "b" if python else ""
+                    runs.append(run_server(args, workers, store_path, workdir, tag, concurrency, python))
     report = {
         "machine": {"cores": len(os.sched_getaffinity(0)), "load_average_end": os.getloadavg()},
         "chunks": counts["chunks_written"],
@@ -425,7 +447,8 @@ def main() -> int:
     for workers, row in report["by_workers"].items():
         print(
             f"{workers} worker(s), queries only: {row['req_s']:.1f} req/s ({row['speedup']}x the first), p95 "
-            f"{row['p95_ms']:.0f} ms = {row['p95_over_floor']}x the Little floor",
+            f"{row['p95_ms']:.0f} ms = {row['p95_over_floor']}x the Little floor, server CPU "
+            f"{row['server_cpu_ms_per_request']} ms/request",
             flush=True,
         )
     if args.json:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+
+from adaptive_retrieval.components.document_copy import with_fields
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class WeightedRRFJoiner:
         if limit is not None:
             order = order[:limit]
         documents = [
-            replace(
+            with_fields(
                 fused[i],
                 score=totals[i] * (self.k + 1),
                 meta={**fused[i].meta, "channels": ranks[i], "channel_scores": scores[i]},

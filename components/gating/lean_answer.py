@@ -9,11 +9,11 @@ pipeline's embedder does not return the query embedding as a list (``return_list
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component
 
+from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 
 
@@ -60,7 +60,7 @@ class LeanAnswer:
         keep = self.include_embeddings if include_embeddings is None else include_embeddings
         if not keep:
             documents = [
-                replace(d, embedding=None, sparse_embedding=None)
+                with_fields(d, embedding=None, sparse_embedding=None)
                 if d.embedding is not None or d.sparse_embedding is not None
                 else d
                 for d in documents

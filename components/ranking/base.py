@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 
 import numpy as np
 from haystack import Document
 
+from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.limits import check_query
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class RerankerBase:
         scores = self.score(query, [self.document_text(d) for d in documents])
         order = sorted(range(len(documents)), key=lambda i: (-float(scores[i]), i))
         out = [
-            replace(
+            with_fields(
                 documents[i],
                 score=float(scores[i]),
                 meta={**documents[i].meta, "upstream_score": documents[i].score, "reranker": self.kind},

@@ -11,7 +11,7 @@ from typing import Any
 
 from haystack import Document
 
-from adaptive_retrieval.components.retrieval.document_copy import copy_document
+from adaptive_retrieval.components.document_copy import copy_document
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict
 
+from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
@@ -144,7 +144,7 @@ class GraphGlobalRetriever:
                 score = similarity * (0.5 * centrality / top + 0.5 * max(relevance, 0.0))
                 info = {"level": community.level, "id": community.id, "similarity": round(similarity, 4)}
                 info["summary"] = community.summary
-                scored.append((score, replace(doc, score=score, meta={**doc.meta, "community": info})))
+                scored.append((score, with_fields(doc, score=score, meta={**doc.meta, "community": info})))
             per_community.append(sorted(scored, key=lambda x: (-x[0], x[1].id)))
         # Interleave: the best chunk of each community first, then the second best... (several themes).
         documents: list[Document] = []

@@ -32,12 +32,12 @@ import heapq
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict
 
+from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
@@ -83,7 +83,7 @@ def blend_graph_ranking(
     scored.sort(key=lambda x: (-x[0], x[1]))
     # Only the kept chunks become new Documents (the pool is twice top_k or more).
     return [
-        replace(doc, score=score, meta={**doc.meta, **annotate(doc.id, graph_score)})
+        with_fields(doc, score=score, meta={**doc.meta, **annotate(doc.id, graph_score)})
         for score, _, graph_score, doc in scored[:top_k]
     ]
 

@@ -31,12 +31,12 @@ Usage::
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from haystack import Document, component, default_from_dict
 
+from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
@@ -280,7 +280,7 @@ class SectionTreeRetriever:
                 for doc in hits:
                     tree = {"via": "structural", "parent_id": None}
                     ranked.append(
-                        replace(doc, score=1.0 + float(doc.score or 0.0), meta={**doc.meta, "section_tree": tree})
+                        with_fields(doc, score=1.0 + float(doc.score or 0.0), meta={**doc.meta, "section_tree": tree})
                     )
             found, tree_diagnostics = self._tree_search(vector, query_embedding, top_k)
             diagnostics.update(tree_diagnostics)
@@ -291,7 +291,7 @@ class SectionTreeRetriever:
                 if cid not in seen:
                     score, doc, via, parent_id = found[cid]
                     tree = {"via": via, "parent_id": parent_id}
-                    ranked.append(replace(doc, score=score, meta={**doc.meta, "section_tree": tree}))
+                    ranked.append(with_fields(doc, score=score, meta={**doc.meta, "section_tree": tree}))
             return ranked[:top_k]
 
         found = search_or_failure(self.channel, search)

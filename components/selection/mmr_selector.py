@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 from haystack import Document, component
 
+from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
 
@@ -129,5 +129,5 @@ class MMRSelector:
             query = query / max(float(np.linalg.norm(query)), 1e-12)
         relevance = self._relevance(documents, query, emb)
         picked = mmr_select(relevance, emb, k, lam, self.duplicate_threshold)
-        out = [replace(documents[i], meta={**documents[i].meta, "mmr_rank": r}) for r, i in enumerate(picked, 1)]
+        out = [with_fields(documents[i], meta={**documents[i].meta, "mmr_rank": r}) for r, i in enumerate(picked, 1)]
         return {"documents": out}

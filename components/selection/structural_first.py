@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component
+
+from adaptive_retrieval.components.document_copy import with_fields
 
 _MARK = {"via": "structural", "parent_id": None}
 
@@ -68,6 +69,6 @@ class StructuralFirst:
             texts.add(d.content or "")
         lead_ids = {d.id for d in lead}
         # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.
-        lead = [d if is_structural(d) else replace(d, meta={**d.meta, "section_tree": _MARK}) for d in lead]
+        lead = [d if is_structural(d) else with_fields(d, meta={**d.meta, "section_tree": _MARK}) for d in lead]
         rest = [d for d in documents if d.id not in lead_ids and (d.content or "") not in texts]
         return {"documents": (lead + rest)[: max(len(documents), len(lead))]}

@@ -8,6 +8,7 @@ deterministic UUID of the document id (``convert_id``).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -39,8 +40,10 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=65_536)
 def point_id(document_id: str) -> uuid.UUID:
-    """The point id of a document id (qdrant-haystack's deterministic UUID: ``convert_id``)."""
+    """The point id of a document id (qdrant-haystack's deterministic UUID: ``convert_id``; remembered, since a
+    query turns a few hundred ids, mostly the same ones, into point ids and each is a SHA-1)."""
     return uuid.uuid5(POINT_ID_NAMESPACE, document_id)
 
 

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.retrieval.document_copy import copy_json
+from adaptive_retrieval.components.document_copy import copy_json, with_fields
 from adaptive_retrieval.components.stores.generation_cache import GenerationCache
 from adaptive_retrieval.components.stores.vector_cache import float32_row
 
@@ -69,7 +69,7 @@ class PointCache:
         ``generation``; returns them as kept points. Documents of another generation are not kept."""
         points = {
             i: KeptPoint(
-                _replace_fields(d, embedding=None, sparse_embedding=None, score=None),
+                with_fields(d, embedding=None, sparse_embedding=None, score=None),
                 None if d.embedding is None else float32_row(d.embedding),
             )
             for i, d in documents.items()
@@ -83,19 +83,10 @@ class PointCache:
         list when ``with_vector``."""
         vector = point.vector.tolist() if with_vector and point.vector is not None else None
         kept = point.document.__dict__
-        return _replace_fields(
+        return with_fields(
             point.document,
             meta=copy_json(kept["meta"]),
             blob=None if kept.get("blob") is None else copy.deepcopy(kept["blob"]),
             score=score,
             embedding=vector,
         )
-
-
-def _replace_fields(document: Document, **fields: object) -> Document:
-    """A shallow copy of ``document`` with ``fields`` set, made as ``copy.deepcopy`` and pickle rebuild a Document
-    (the instance dict filled directly: no ``__init__``, no mutation warning)."""
-    clone = object.__new__(type(document))
-    clone.__dict__.update(document.__dict__)
-    clone.__dict__.update(fields)
-    return clone

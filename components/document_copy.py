@@ -1,4 +1,5 @@
-"""Deep copies of documents with JSON ``meta``, without ``copy.deepcopy``'s generic walk.
+"""Copies of documents without the generic machinery: deep copies with JSON ``meta`` without ``copy.deepcopy``'s
+walk, and :func:`with_fields`, ``dataclasses.replace`` without ``__init__``.
 
 Haystack deep-copies every component input; a channel's documents travel through the joiner, MMR, the reranker
 and the gate. ``meta`` is JSON by Haystack's contract, so a plain recursive copy of it makes the same copy as
@@ -45,4 +46,21 @@ def copy_document(document: Document, shared: frozenset[str] = frozenset()) -> D
     clone.__dict__.update(
         {name: value if name in shared else copy_json(value) for name, value in document.__dict__.items()}
     )
+    return clone
+
+
+def with_fields(document: Document, **fields: Any) -> Document:
+    """What ``dataclasses.replace(document, **fields)`` returns (a shallow copy of the same class with ``fields``
+    set), made as ``copy.deepcopy`` and pickle rebuild a Document: the instance dict filled directly, without
+    ``__init__`` and the per-field mutation tracking Haystack wraps around it (a query makes a few hundred).
+
+    :raises TypeError: for a name that is not a field of the document's class.
+    """
+    unknown = fields.keys() - document.__dataclass_fields__.keys()
+    if unknown:
+        msg = f"{type(document).__name__} has no field(s) {sorted(unknown)}"
+        raise TypeError(msg)
+    clone = object.__new__(type(document))
+    clone.__dict__.update(document.__dict__)
+    clone.__dict__.update(fields)
     return clone
