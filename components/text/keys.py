@@ -15,12 +15,21 @@ import unicodedata
 _PAREN_SUFFIX = re.compile(r"\s*\([^)]*\)\s*$")
 
 
+#: Characters outside ASCII: the only ones that can be combining marks.
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _without_marks(match: re.Match[str]) -> str:
+    return "".join(ch for ch in match.group() if not unicodedata.combining(ch))
+
+
 def fold(text: str) -> str:
     """``text`` with accents removed (NFKD, combining marks dropped); case is kept."""
     if text.isascii():  # NFKD leaves ASCII as it is and it has no combining marks: the common case, at no cost
         return text
-    text = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in text if not unicodedata.combining(ch))
+    # Only the non-ASCII runs are looked at, character by character: a passage with a few curly quotes costs a
+    # few lookups, not one per character.
+    return _NON_ASCII.sub(_without_marks, unicodedata.normalize("NFKD", text))
 
 
 def singular(word: str) -> str:

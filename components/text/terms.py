@@ -9,10 +9,10 @@ Usage::
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import cache
 from typing import Any
 
+from adaptive_retrieval.components.text.keys import fold
 from adaptive_retrieval.components.text.stopwords import stopwords
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -28,10 +28,7 @@ def _stemmer() -> Any:
 def content_words(text: str) -> list[str]:
     """The content words of ``text`` in order, unstemmed: accents folded, lower case, stop words and single
     letters dropped."""
-    if text.isascii():  # NFKD leaves ASCII as it is, without combining marks: skip the per-character walk
-        folded = text.lower()
-    else:
-        folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    folded = fold(text).lower()
     stop = stopwords()
     return [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
 

@@ -51,3 +51,19 @@ def test_heading_numbers() -> None:
 def test_stopwords_are_lower_case_function_words() -> None:
     words = stopwords()
     assert {"the", "of", "which"} <= words and all(w == w.lower() for w in words)
+
+
+def test_fold_drops_exactly_the_combining_marks_of_nfkd() -> None:
+    """fold looks only at non-ASCII runs: the same text as NFKD with every combining mark dropped, on every code
+    point and on mixed text."""
+    import sys
+    import unicodedata
+
+    def reference(text: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+    points = "".join(chr(i) for i in range(sys.maxunicode + 1) if not 0xD800 <= i <= 0xDFFF)
+    for start in range(0, len(points), 997):  # runs of mixed characters, every code point once
+        chunk = points[start : start + 997]
+        assert fold(chunk) == reference(chunk)
+    assert fold("Cre\u0300me bru\u0302le\u0301e — “Ångström”") == "Creme brulee — “Angstrom”"
