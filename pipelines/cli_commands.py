@@ -270,6 +270,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(str(err)) from err
     print(f"serving on http://{args.host}:{args.port} (docs at /docs, MCP at /mcp, diagrams at /diagrams)", file=out)
     out.flush()
+    garbage_collection.for_serving()
     run_app(app, host=args.host, port=args.port)
     return 0
 

@@ -13,6 +13,12 @@ command that then does unbounded work (indexing many files, calibrating, serving
 commands (``query``, ``stats``, ``delete``) finish paused. :func:`before_exit` freezes again, so finalisation
 does not walk the whole heap once more. Calling :func:`~adaptive_retrieval.pipelines.cli.main` from Python
 (tests, scripts) pauses nothing: :func:`resume` only undoes a pause that :func:`pause` made.
+
+A serving process (``serve``, each worker and the store host of ``serve --workers N``) calls :func:`for_serving`
+once its app is built: the start-up objects are frozen, and the young generation is collected every
+:data:`SERVING_THRESHOLD` allocations instead of Python's 700. A query allocates tens of thousands of short-lived
+objects (documents, their meta, floats), nearly all freed by reference counting; the default threshold walked them
+dozens of times per query for no cycle to free (0.94× the CPU of 150 queries in process, start-up included).
 """
 
 from __future__ import annotations
@@ -38,6 +44,18 @@ def resume() -> None:
         gc.freeze()
         gc.enable()
         _paused = False
+
+
+#: ``gc.set_threshold`` of a serving process: the young generation every 50,000 net allocations (about one query's),
+#: the older ones as Python does it. At most that many objects wait for a collection: a few MB.
+SERVING_THRESHOLD = (50_000, 10, 10)
+
+
+def for_serving() -> None:
+    """Freeze what a serving process built at start-up and collect young objects every
+    :data:`SERVING_THRESHOLD` allocations (only for a process that serves: the setting is process-wide)."""
+    gc.freeze()
+    gc.set_threshold(*SERVING_THRESHOLD)
 
 
 def before_exit() -> None:

@@ -38,6 +38,7 @@ from adaptive_retrieval.components.stores.edge_errors import vector_damage
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
+from adaptive_retrieval.pipelines import garbage_collection
 from adaptive_retrieval.pipelines.process_group import HTTP_SOCKET, STORE_SOCKET, die_with_parent, private_pipelines_dir
 
 logger = logging.getLogger(__name__)
@@ -197,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     listener = bind_private_socket(runtime / HTTP_SOCKET)
     source = Path(args.pipelines_dir or PIPELINES_DIR).resolve()
     app = create_app(private_pipelines_dir(runtime, ["indexing"], source), host=args.host, port=args.port)
+    garbage_collection.for_serving()
     try:
         uvicorn.run(app, fd=listener.fileno(), log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
     finally:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.pipelines import garbage_collection
 from adaptive_retrieval.pipelines.process_group import (
     HTTP_SOCKET,
     PARENT_ENV,
@@ -202,6 +203,7 @@ def worker_main(argv: list[str] | None = None) -> int:
 
     runtime = Path(args.runtime)
     app = worker_app(runtime, index, count, args.host, args.port, args.pipelines_dir)
+    garbage_collection.for_serving()
     log_level = "info" if access_log_on() else "warning"  # info: uvicorn's access log, one line per request
     server = uvicorn.Server(uvicorn.Config(app, fd=args.fd, log_level=log_level, lifespan="on"))
 

@@ -84,3 +84,14 @@ def test_the_console_script_is_the_pausing_entry_point() -> None:
         [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "--help"], capture_output=True, text=True
     )
     assert done.returncode == 0 and "adaptive-retrieval" in done.stdout
+
+
+def test_a_serving_process_freezes_its_start_up_and_collects_young_objects_less_often(restore_collector) -> None:
+    threshold = gc.get_threshold()
+    try:
+        garbage_collection.for_serving()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == garbage_collection.SERVING_THRESHOLD
+        assert gc.isenabled()  # cycles are still collected, less often
+    finally:
+        gc.set_threshold(*threshold)
