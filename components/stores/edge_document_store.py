@@ -440,7 +440,8 @@ class EdgeDocumentStore:
     def _kept_points(self, opened: OpenShard, generation: int, ids: list[Any]) -> dict[Any, KeptPoint] | None:
         """The kept points of ``ids`` (point ids) as of ``generation``: those the cache holds, the others read
         from the shard with their dense vector (checked as a search checks its vectors) and kept; ids the shard does
-        not hold are left out. ``None`` when a write ran meanwhile (the caller reads as without the cache)."""
+        not hold are left out. ``None`` when a write started since ``generation`` was read (the search or the
+        cache may then be of two states: the caller reads as without the cache)."""
         assert opened.points is not None
         kept, missing = opened.points.lookup(generation, ids)
         if missing:
@@ -451,7 +452,8 @@ class EdgeDocumentStore:
             if opened.writes != generation:
                 return None
             kept.update(opened.points.keep(generation, documents))
-        return kept
+        # Every write changes the count as it starts: the same count now means no write since it was read.
+        return kept if opened.writes == generation else None
 
     def _scroll(self, edge_filter: qe.Filter | None, vectors: bool) -> Iterator[Any]:
         offset = None

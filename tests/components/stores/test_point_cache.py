@@ -122,7 +122,9 @@ def test_nothing_read_while_a_write_runs_is_kept(stores: EdgeDocumentStore) -> N
 
 
 def test_searches_during_writes_answer_one_state_or_the_other(stores: EdgeDocumentStore) -> None:
-    call = CALLS["dense with vectors"]
+    """Each round rewrites every document with new text and a new vector; every answer read meanwhile must pair
+    each hit's score with its own vector (a hit of one state served with a document kept from another would not)."""
+    query = _unit(np.random.default_rng(7), 1)[0]
     ids = {d.id for d in _docs()}
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -130,7 +132,7 @@ def test_searches_during_writes_answer_one_state_or_the_other(stores: EdgeDocume
     def write() -> None:
         try:
             for round_ in range(20):
-                stores.write_documents(_docs(text=f"round{round_}"))
+                stores.write_documents(_docs(seed=100 + round_, text=f"round{round_}"))
         except BaseException as err:
             errors.append(err)
         finally:
@@ -138,12 +140,28 @@ def test_searches_during_writes_answer_one_state_or_the_other(stores: EdgeDocume
 
     writer = threading.Thread(target=write)
     writer.start()
+    answers = 0
     while not stop.is_set():
-        for document in call(stores):
+        for document in stores.search_dense(list(query), top_k=12):
             assert document.id in ids and document.embedding is not None
+            assert abs(document.score - float(np.dot(query, document.embedding))) < 1e-4
+        answers += 1
     writer.join()
-    assert not errors
+    assert not errors and answers > 0
+    call = CALLS["dense with vectors"]
     assert _fields(call(stores)) == _fields(_plain(stores, call))
+
+
+def test_a_read_that_spans_a_write_is_not_served_from_the_cache(stores: EdgeDocumentStore) -> None:
+    """The count read before a search no longer matches once a write has started: the kept documents of the
+    earlier state are then not paired with hits of the later one (the search is made again without the cache)."""
+    opened = stores._opened()
+    CALLS["dense with vectors"](stores)
+    before = opened.stable_generation()
+    ids = list(opened.points._points._values)[:3]
+    assert stores._kept_points(opened, before, ids) is not None
+    stores.write_documents(_docs(text="rewritten"))
+    assert stores._kept_points(opened, before, ids) is None
 
 
 def test_zero_turns_the_cache_off(tmp_path: Path, monkeypatch) -> None:
