@@ -350,9 +350,9 @@ def compare(runs: list[dict]) -> dict:
         result[workers] = {
             "req_s": req_s,
             "p95_ms": statistics.median(row["p95_ms"]),
-            "p95_over_floor": statistics.median(v for v in row["p95_over_floor"] if v is not None),
-            "server_cpu_ms_per_request": statistics.median(
-                v for v in row["server_cpu_ms_per_request"] if v is not None
+            "p95_over_floor": round(statistics.median(v for v in row["p95_over_floor"] if v is not None), 2),
+            "server_cpu_ms_per_request": round(
+                statistics.median(v for v in row["server_cpu_ms_per_request"] if v is not None), 1
             ),
             "speedup": round(req_s / base, 2) if base else None,
         }
