@@ -92,8 +92,13 @@ class ForwardWrites:
         import httpx
 
         self.app = app
+        # A new connection per forwarded write (a Unix socket: microseconds). A kept-alive one could be closed by the
+        # host's uvicorn (5 s idle) just as the next upload was sent on it: that upload failed with an empty
+        # ReadError and a 503 (seen once in 12 uploads of a load test). Writes are rare; nothing is kept alive.
         self.client = httpx.AsyncClient(
-            transport=httpx.AsyncHTTPTransport(uds=http_socket), base_url=origin, timeout=None
+            transport=httpx.AsyncHTTPTransport(uds=http_socket, limits=httpx.Limits(max_keepalive_connections=0)),
+            base_url=origin,
+            timeout=None,
         )
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
