@@ -93,7 +93,7 @@ _SETTINGS = (
         "ADAPTIVE_STORE_POINT_CACHE",
         "10000",
         "stores",
-        "Documents the embedded store (Qdrant Edge) keeps in its process once read (about 5 KB each at 384-d), so "
+        "Documents the embedded store (Qdrant Edge) keeps in its process once read (about 3 KB each at 384-d), so "
         "a search asks the shard for ids and scores only; emptied on every write. 0: every search reads them.",
     ),
     Setting(
