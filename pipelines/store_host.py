@@ -32,9 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.stores.edge_checks import vector_problem
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.components.stores.edge_errors import vector_damage
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
@@ -104,11 +102,8 @@ class StoreHost:
 
 def dense_vectors(store: EdgeDocumentStore, ids: list[str]) -> dict[str, list[float] | None]:
     """The dense vector of each of ``ids`` that the store holds (``None``: stored without one), checked as a search
-    checks the vectors it returns (a damaged vector raises :class:`StoreDamagedError`)."""
-    found = {d.id: d for d in store.fetch_documents(ids)}
-    if problem := vector_problem(found.values(), normalised=store.similarity == "cosine"):
-        raise vector_damage(store.shard_path, store.folder, problem)
-    return {i: d.embedding for i, d in found.items()}
+    checks the vectors it returns (``fetch_documents`` raises :class:`StoreDamagedError` for a damaged one)."""
+    return {d.id: d.embedding for d in store.fetch_documents(ids)}
 
 
 class _Connection(socketserver.BaseRequestHandler):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -354,7 +354,8 @@ class EdgeDocumentStore:
 
     def fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> list[Document]:
         """Documents by id, in the order given (missing ids left out), with the dense vector (unless ``dense`` is
-        False) and, if asked, the sparse one."""
+        False) and, if asked, the sparse one; a vector that cannot be right raises :class:`StoreDamagedError`, as
+        in a search's answer (the query path reads through here; the cache of :mod:`.point_cache` serves it)."""
         if not ids:
             return []
         wanted = {point_id(i): i for i in dict.fromkeys(ids)}
@@ -364,14 +365,16 @@ class EdgeDocumentStore:
             kept = self._kept_points(opened, generation, list(wanted))
             if kept is not None:
                 return [opened.points.document(kept[p], None, dense) for p in wanted if p in kept]
-        vectors = [DENSE_VECTORS_NAME] * dense + [SPARSE_VECTORS_NAME] * sparse or False
-        records = self._read(self.shard.retrieve, list(wanted), with_payload=True, with_vector=vectors)
-        found = {d.id: d for d in (point_to_document(r) for r in records)}
-        return [found[i] for i in wanted.values() if i in found]
+        documents = self._retrieve(wanted, sparse=sparse, dense=dense)
+        self._check_vectors(documents)
+        return documents
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
-        """Documents by id with all their vectors (as ``QdrantDocumentStore.get_documents_by_id``)."""
-        return self.fetch_documents(ids, sparse=self.use_sparse_embeddings)
+        """Documents by id with all their vectors (as ``QdrantDocumentStore.get_documents_by_id``), as stored: the
+        indexing side and ``stats --verify`` read a damaged index through it, so nothing is checked or cached."""
+        if not ids:
+            return []
+        return self._retrieve({point_id(i): i for i in dict.fromkeys(ids)}, sparse=self.use_sparse_embeddings)
 
     # -- maintenance ---------------------------------------------------------------------------------------------
 
@@ -433,9 +436,20 @@ class EdgeDocumentStore:
             # A write since the search (the hits are of another state): searched again, as without the cache.
         request = query_request(query, top_k, filters, return_embedding, score_threshold, params)
         documents = [point_to_document(p, p.score) for p in self._read(self.shard.query, request)]
+        self._check_vectors(documents)
+        return documents
+
+    def _retrieve(self, wanted: dict[Any, str], *, sparse: bool, dense: bool = True) -> list[Document]:
+        """The documents of ``wanted`` (point id → document id) the shard holds, in that order, read from it."""
+        vectors = [DENSE_VECTORS_NAME] * dense + [SPARSE_VECTORS_NAME] * sparse or False
+        records = self._read(self.shard.retrieve, list(wanted), with_payload=True, with_vector=vectors)
+        found = {d.id: d for d in (point_to_document(r) for r in records)}
+        return [found[i] for i in wanted.values() if i in found]
+
+    def _check_vectors(self, documents: Iterable[Document]) -> None:
+        """:class:`StoreDamagedError` for vectors or scores read from the shard that cannot be right."""
         if problem := vector_problem(documents, normalised=self.similarity == "cosine"):
             raise vector_damage(self.shard_path, self.folder, problem)
-        return documents
 
     def _kept_points(self, opened: OpenShard, generation: int, ids: list[Any]) -> dict[Any, KeptPoint] | None:
         """The kept points of ``ids`` (point ids) as of ``generation``: those the cache holds, the others read
@@ -447,8 +461,7 @@ class EdgeDocumentStore:
         if missing:
             records = self._read(self.shard.retrieve, missing, with_payload=True, with_vector=[DENSE_VECTORS_NAME])
             documents = {r.id: point_to_document(r) for r in records}
-            if problem := vector_problem(documents.values(), normalised=self.similarity == "cosine"):
-                raise vector_damage(self.shard_path, self.folder, problem)
+            self._check_vectors(documents.values())
             if opened.writes != generation:
                 return None
             kept.update(opened.points.keep(generation, documents))

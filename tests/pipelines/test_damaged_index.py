@@ -115,3 +115,26 @@ def test_the_repair_the_message_names_restores_the_index(
     assert code == 0 and "verify: 3 sources checked, 0 problem(s)" in text, text[-800:]
     code, text = _cli(["query", "--store", str(damaged / "qdrant"), QUESTION], capsys)
     assert code == 0 and "lambda" in text
+
+
+@pytest.mark.parametrize("cache", ["0", "10000"])
+@pytest.mark.parametrize("damaged", ["vector bytes flipped"], indirect=True)
+def test_a_damaged_vector_raises_on_the_query_path_and_stays_readable_for_repair(
+    damaged: Path, cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fetch_documents`` (the channels' reads) raises as a search does, with the point cache or without it;
+    ``get_documents_by_id`` (the indexing side, ``stats --verify``) reads what is stored."""
+    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+    from adaptive_retrieval.components.stores.edge_errors import StoreDamagedError
+    from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV
+
+    monkeypatch.setenv(CAPACITY_ENV, cache)
+    store = EdgeDocumentStore(path=str(damaged / "qdrant"))
+    try:
+        ids = [d.id for d in store.filter_documents({"field": "meta.level", "operator": "==", "value": 0})]
+        assert len(store.get_documents_by_id(ids)) == len(ids)
+        with pytest.raises(StoreDamagedError, match="where 1 is stored"):
+            store.fetch_documents(ids)
+    finally:
+        store.close()
+        _release()
