@@ -97,6 +97,14 @@ _SETTINGS = (
         "a search asks the shard for ids and scores only; emptied on every write. 0: every search reads them.",
     ),
     Setting(
+        "ADAPTIVE_GRAPH_READ_CACHE",
+        "4096",
+        "stores",
+        "Keys per kind of read (an entity's chunks, its neighbours, a chunk's entities, a name's entity) whose "
+        "answers the embedded graph store (SQLite) keeps in its process (about 15 MB when full on the benchmark "
+        "index); emptied when the graph file changes. 0: every read asks SQLite.",
+    ),
+    Setting(
         "ADAPTIVE_STORE_HOST_WAIT_S",
         "30",
         "stores",

@@ -21,14 +21,17 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from haystack import default_from_dict, default_to_dict
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.disk_space import require_space
+from adaptive_retrieval.components.stores.graph_read_cache import CAPACITY_ENV as READ_CACHE_ENV
+from adaptive_retrieval.components.stores.graph_read_cache import GraphReadCache
 from adaptive_retrieval.components.stores.graph_store import (
     ChunkEntities,
     Community,
@@ -115,7 +118,9 @@ class SQLiteGraphStore(GraphStoreBase):
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
                     # Opening writes (the schema, the write-ahead log): check the disk first, as the index does.
                     require_space(Path(key).parent, "open the graph store" if Path(key).is_file() else "create it")
-                shared = SharedConnection(connect(key, self.create))
+                capacity = settings.whole(READ_CACHE_ENV)
+                reads = GraphReadCache(capacity) if capacity > 0 else None
+                shared = SharedConnection(connect(key, self.create), reads)
                 REGISTRY[key] = shared
                 logger.info("Opened graph store %s", key)
             shared.refs += 1
@@ -160,6 +165,25 @@ class SQLiteGraphStore(GraphStoreBase):
         for batch in batches(list(values)):
             rows.extend(self._read(sql.format(marks=placeholders(len(batch))), [*batch, *extra]))
         return rows
+
+    def _generation(self) -> tuple[int, int] | None:
+        """The graph's state as this process sees it: ``PRAGMA data_version`` (changes when another connection
+        commits) and this connection's ``total_changes`` (its own writes); ``None`` while its own transaction is
+        open, so that nothing read then is kept."""
+        shared = self._conn()
+        with shared.lock:
+            if shared.connection.in_transaction:
+                return None
+            return int(self._read("PRAGMA data_version")[0][0]), shared.connection.total_changes
+
+    def _per_key(self, kind: str, keys: Iterable[str], fetch: Callable[[list[str]], dict], extra: tuple = ()) -> dict:
+        """``fetch`` over the distinct ``keys`` in sorted order (the order SQL returns them in), through the
+        process's read cache when it has one (:mod:`~adaptive_retrieval.components.stores.graph_read_cache`)."""
+        ordered = sorted(set(keys))
+        reads = self._conn().reads
+        if reads is None or not ordered:
+            return fetch(ordered) if ordered else {}
+        return reads.read(kind, self._generation(), ordered, fetch, extra)
 
     def _meta(self, key: str) -> int:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
@@ -278,8 +302,12 @@ class SQLiteGraphStore(GraphStoreBase):
 
     def find_entities(self, keys: Iterable[str]) -> dict[str, EntityInfo]:
         """The entities among ``keys`` that the graph holds."""
-        rows = self._read_in("SELECT key, name, kind, df FROM entities WHERE key IN ({marks})", sorted(set(keys)))
-        return {k: EntityInfo(k, name, kind, int(df)) for k, name, kind, df in rows}
+
+        def fetch(wanted: list[str]) -> dict[str, EntityInfo]:
+            rows = self._read_in("SELECT key, name, kind, df FROM entities WHERE key IN ({marks})", wanted)
+            return {k: EntityInfo(k, name, kind, int(df)) for k, name, kind, df in rows}
+
+        return self._per_key("find_entities", keys, fetch)
 
     def chunk_count(self) -> int:
         """Number of chunks in the graph (a maintained counter, not a table scan)."""
@@ -287,33 +315,44 @@ class SQLiteGraphStore(GraphStoreBase):
 
     def chunk_mentions(self, chunk_ids: Iterable[str]) -> dict[str, dict[str, float]]:
         """``{chunk_id: {entity_key: weight}}``."""
-        out: dict[str, dict[str, float]] = {}
-        for chunk_id, key, weight in self._read_in(
-            "SELECT c.chunk_id, e.key, m.weight FROM chunks c JOIN mentions m ON m.chunk = c.id "
-            "JOIN entities e ON e.id = m.entity WHERE c.chunk_id IN ({marks})",
-            sorted(set(chunk_ids)),
-        ):
-            out.setdefault(chunk_id, {})[key] = float(weight)
-        return out
+
+        def fetch(wanted: list[str]) -> dict[str, dict[str, float]]:
+            out: dict[str, dict[str, float]] = {}
+            for chunk_id, key, weight in self._read_in(
+                "SELECT c.chunk_id, e.key, m.weight FROM chunks c JOIN mentions m ON m.chunk = c.id "
+                "JOIN entities e ON e.id = m.entity WHERE c.chunk_id IN ({marks})",
+                wanted,
+            ):
+                out.setdefault(chunk_id, {})[key] = float(weight)
+            return out
+
+        return self._per_key("chunk_mentions", chunk_ids, fetch)
 
     def entity_chunks(self, keys: Iterable[str], limit: int = 50) -> dict[str, list[tuple[str, float]]]:
         """``{key: [(chunk_id, weight), ...]}``, heaviest first (ties by chunk id), at most ``limit`` per entity."""
-        out: dict[str, list[tuple[str, float]]] = {}
-        for key, chunk_id, weight in self._read_in(
-            "SELECT key, chunk_id, weight FROM (SELECT e.key AS key, c.chunk_id AS chunk_id, m.weight AS weight, "
-            "row_number() OVER (PARTITION BY m.entity ORDER BY m.weight DESC, c.chunk_id) AS rn "
-            "FROM entities e JOIN mentions m ON m.entity = e.id JOIN chunks c ON c.id = m.chunk "
-            "WHERE e.key IN ({marks})) WHERE rn <= ? ORDER BY key, rn",
-            sorted(set(keys)),
-            (limit,),
-        ):
-            out.setdefault(key, []).append((chunk_id, float(weight)))
-        return out
+
+        def fetch(wanted: list[str]) -> dict[str, list[tuple[str, float]]]:
+            out: dict[str, list[tuple[str, float]]] = {}
+            for key, chunk_id, weight in self._read_in(
+                "SELECT key, chunk_id, weight FROM (SELECT e.key AS key, c.chunk_id AS chunk_id, m.weight AS weight, "
+                "row_number() OVER (PARTITION BY m.entity ORDER BY m.weight DESC, c.chunk_id) AS rn "
+                "FROM entities e JOIN mentions m ON m.entity = e.id JOIN chunks c ON c.id = m.chunk "
+                "WHERE e.key IN ({marks})) WHERE rn <= ? ORDER BY key, rn",
+                wanted,
+                (limit,),
+            ):
+                out.setdefault(key, []).append((chunk_id, float(weight)))
+            return out
+
+        return self._per_key("entity_chunks", keys, fetch, (limit,))
 
     def neighbours(self, keys: Iterable[str], limit: int = 10) -> dict[str, list[tuple[str, float]]]:
         """``{key: [(other_key, weight), ...]}``, strongest first (ties by key), at most ``limit`` per entity."""
+        return self._per_key("neighbours", keys, lambda wanted: self._neighbours(wanted, limit), (limit,))
+
+    def _neighbours(self, keys: list[str], limit: int) -> dict[str, list[tuple[str, float]]]:
         out: dict[str, list[tuple[str, float]]] = {}
-        for batch in batches(sorted(set(keys)), BATCH // 2):
+        for batch in batches(keys, BATCH // 2):
             marks = placeholders(len(batch))
             # Two index lookups (edges stored from a, and from b) rather than a scan of a union of the table.
             rows = self._read(

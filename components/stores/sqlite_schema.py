@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from adaptive_retrieval.components.stores.graph_read_cache import GraphReadCache
 from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, graph_file
 from adaptive_retrieval.components.stores.store_errors import StoreError
 
@@ -61,12 +62,14 @@ BATCH = 500
 
 
 class SharedConnection:
-    """One connection to a graph file shared by every store instance of the process that names it."""
+    """One connection to a graph file shared by every store instance of the process that names it, with the
+    answers of its per-key reads (``reads``; ``None``: every read asks SQLite)."""
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, reads: GraphReadCache | None = None) -> None:
         self.connection = connection
         self.lock = threading.RLock()
         self.refs = 0
+        self.reads = reads
 
 
 #: Shared connections by :func:`storage_key`, and the lock that guards them.
