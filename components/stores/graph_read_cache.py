@@ -72,18 +72,22 @@ class GraphReadCache:
         :param extra: the read's other arguments (e.g. a limit), part of every kept key.
         """
         wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
         if generation is None:
-            return fetch(wanted) if wanted else {}
+            return fetch(wanted)
         cache = self._kinds.get(kind)
         if cache is None:
             cache = self._kinds.setdefault(kind, GenerationCache(self.capacity))
-        kept, missing = cache.lookup(generation, [(key, *extra) for key in wanted])
-        fresh = fetch([k[0] for k in missing]) if missing else {}
+        kept_keys = [(key, *extra) for key in wanted]
+        kept, missing = cache.lookup(generation, kept_keys)
+        fresh: dict = {}
         if missing:
+            fresh = fetch([k[0] for k in missing])
             cache.keep(generation, {k: fresh.get(k[0], _ABSENT) for k in missing})
         out = {}
-        for key in wanted:
-            value = kept.get((key, *extra), _ABSENT)
+        for key, kept_key in zip(wanted, kept_keys, strict=True):
+            value = kept.get(kept_key, _ABSENT)
             if value is _ABSENT:
                 value = fresh.get(key, _ABSENT)
             if value is not _ABSENT:

@@ -180,9 +180,11 @@ class SQLiteGraphStore(GraphStoreBase):
         """``fetch`` over the distinct ``keys`` in sorted order (the order SQL returns them in), through the
         process's read cache when it has one (:mod:`~adaptive_retrieval.components.stores.graph_read_cache`)."""
         ordered = sorted(set(keys))
+        if not ordered:
+            return {}
         reads = self._conn().reads
-        if reads is None or not ordered:
-            return fetch(ordered) if ordered else {}
+        if reads is None:
+            return fetch(ordered)
         return reads.read(kind, self._generation(), ordered, fetch, extra)
 
     def _meta(self, key: str) -> int:
