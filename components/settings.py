@@ -86,8 +86,9 @@ _SETTINGS = (
         "ADAPTIVE_STORE_VECTOR_CACHE",
         "10000",
         "stores",
-        "Dense vectors each `serve --workers` worker keeps from the store host (1.5 KB each at 384-d), so search "
-        "answers carry no vectors; emptied on every write. 0: every answer carries its vectors.",
+        "Dense vectors each `serve --workers` worker keeps from the store host (1.5 KB each at 384-d; one cache per "
+        "index, shared by the pipeline's stores), so search answers carry no vectors; emptied on every write. 0: "
+        "every answer carries its vectors.",
     ),
     Setting(
         "ADAPTIVE_STORE_POINT_CACHE",

@@ -21,6 +21,7 @@ from adaptive_retrieval.components.models.paths import (
     PRECISION_FILES,
     build_hint,
     default_models_dir,
+    model_bytes,
     models_dir_origin,
 )
 
@@ -46,7 +47,7 @@ def _model_folder(args: argparse.Namespace) -> Path:
 
 
 def _mb(path: Path) -> str:
-    return f"{path.stat().st_size / 1e6:.1f} MB"
+    return f"{model_bytes(path) / 1e6:.1f} MB"
 
 
 def _summary(report: dict[str, Any]) -> str:

@@ -19,11 +19,12 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.models.paths import PRECISION_FILES
+from adaptive_retrieval.components.models.paths import PRECISION_FILES, weights_file
 from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
 logger = logging.getLogger(__name__)
@@ -40,19 +41,29 @@ def cache_dir() -> Path:
 
 
 def model_identity(model_dir: Path, precision: str) -> str:
-    """The checksum of the model file as the folder's manifest records it (when its size still matches), else the
-    file's path, size and modification time: what changes whenever the file does, without reading 60-90 MB."""
+    """The checksum of the model file, and of its weights file where they are apart, as the folder's manifest records
+    them (when the size still matches), else each file's path, size and modification time: what changes whenever a
+    file does, without reading 60-90 MB."""
     path = model_dir / PRECISION_FILES.get(precision, "")
-    stat = path.stat() if path.is_file() else None
+    if not path.is_file():  # a back end without a file of this name (the GPU precisions): the folder's
+        return f"folder:{model_dir.resolve()}"
     try:
         manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    # The graph and, where they are stored apart, its weights.
+    parts = [_file_identity(f, manifest) for f in (path, weights_file(path)) if f.is_file()]
+    return "+".join(parts)
+
+
+def _file_identity(path: Path, manifest: Any) -> str:
+    stat = path.stat()
+    try:
         record = manifest["files"][path.name]
-        if stat is not None and record["bytes"] == stat.st_size:
+        if record["bytes"] == stat.st_size:
             return f"sha256:{record['sha256']}"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         pass  # no manifest, or not for this file: the file's own metadata
-    if stat is None:  # a back end without a file of this name (the GPU precisions): the folder's
-        return f"folder:{model_dir.resolve()}"
     return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
@@ -65,16 +76,20 @@ def _key(encoder: TokenEncoder, texts: Sequence[str]) -> str:
 
 
 def cached_encode(encoder: TokenEncoder, texts: Sequence[str]) -> np.ndarray:
-    """``encoder.encode(texts)`` (L2-normalised rows), read from the cache when the same model embedded the same
-    texts before, else encoded and written there."""
+    """``encoder.encode(texts)`` (L2-normalised rows, read-only), mapped from the cache when the same model
+    embedded the same texts before, else encoded and written there."""
     path = cache_dir() / f"{_key(encoder, texts)}.npy"
     try:
-        matrix = np.load(path, allow_pickle=False)
+        # Mapped, not read: the pages are the file's, shared by every process that maps it (the gate's ~32 MB word
+        # table is held once by `serve --workers N`, not once per worker), and only the rows used are read in.
+        # Safe because an entry is only ever replaced whole (below), never rewritten in place.
+        matrix = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
         if matrix.shape == (len(texts), encoder.dimension) and matrix.dtype == np.float32:
             return matrix
     except (OSError, ValueError):
         pass  # not cached yet (or unreadable): encode
     matrix = encoder.encode(texts)
+    matrix.setflags(write=False)  # read-only as a mapped entry is, so a caller that writes fails on every path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.stem}.{os.getpid()}.npy")

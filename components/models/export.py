@@ -3,6 +3,11 @@
 INT8 is dynamic quantisation, per channel, of MatMul weights only: the per-tensor default loses accuracy on
 all-MiniLM-L6-v2 (cosine 0.959 to fp32, worst 0.90) while per-channel MatMul-only keeps ~0.99.
 
+Each graph keeps its weights in a file beside it (``model_int8.onnx.data``, ONNX external data): ONNX Runtime maps
+that file instead of copying the weights into the process, so they are pages of the file, shared by every process
+that runs the model (the workers of ``serve --workers N``, the store host, a CLI run), not ~58 MB of private
+memory in each. The numbers computed are the same.
+
 Usage::
 
     from adaptive_retrieval.components.models.export import export_model
@@ -27,7 +32,7 @@ from haystack.lazy_imports import LazyImport
 
 from adaptive_retrieval.components.extras import install_hint
 from adaptive_retrieval.components.models.manifest import MANIFEST_FILE, write_manifest
-from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, PRECISION_FILES, default_models_dir
+from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, PRECISION_FILES, default_models_dir, weights_file
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +112,39 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> Path:
     return int8_path
 
 
+def weights_beside(model_path: Path) -> Path:
+    """Store the weights of the ONNX graph at ``model_path`` in :func:`weights_file` beside it, unless they are
+    there already; returns that file. Whole or not at all: a crash leaves the one-file graph, still valid, and the
+    next build moves its weights again."""
+    with LazyImport(install_hint("models")) as onnx_import:
+        import onnx
+    onnx_import.check()
+
+    target = weights_file(model_path)
+    graph = onnx.load(str(model_path), load_external_data=False)
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in graph.graph.initializer):
+        return target
+    onnx.load_external_data_for_model(graph, str(model_path.parent))
+    tmp_dir = model_path.parent / ".weights-tmp"
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    tmp_dir.mkdir()
+    # The graph names its weights file, so both are written under their final names and then moved: the weights
+    # first, as the one-file graph ignores them.
+    onnx.save_model(
+        graph,
+        str(tmp_dir / model_path.name),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=target.name,
+        size_threshold=1024,
+    )
+    (tmp_dir / target.name).chmod(model_path.stat().st_mode & 0o777)  # readable as the graph is
+    (tmp_dir / target.name).replace(target)
+    (tmp_dir / model_path.name).replace(model_path)
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    return target
+
+
 def _export_fp32(source: Path, out_dir: Path, task: str = "feature-extraction") -> Path:
     with LazyImport(install_hint("models")) as optimum_import:
         from optimum.exporters.onnx import main_export
@@ -180,7 +218,8 @@ def export_model(
     if "int8" in wanted and "fp32" not in wanted:
         wanted.insert(0, "fp32")
     out_dir = Path(models_dir or default_models_dir()) / name
-    targets = [out_dir / PRECISION_FILES[p] for p in wanted] + [out_dir / "tokenizer.json", out_dir / MANIFEST_FILE]
+    graphs = [out_dir / PRECISION_FILES[p] for p in wanted]
+    targets = [*graphs, *map(weights_file, graphs), out_dir / "tokenizer.json", out_dir / MANIFEST_FILE]
     if not force and all(t.exists() for t in targets):
         logger.info("Model %s already exported at %s", name, out_dir)
         return out_dir
@@ -209,6 +248,8 @@ def export_model(
         if force or not int8_path.exists():
             logger.info("Quantising %s to INT8 (per-channel, MatMul-only)", fp32_path)
             quantize_int8(fp32_path, int8_path)
+    for precision in wanted:  # the graphs built now, and those of an earlier build that kept weights inside
+        weights_beside(out_dir / PRECISION_FILES[precision])
     step(MANIFEST_FILE)
     write_manifest(out_dir, {**_source_record(None if source is None else source_dir), "task": task, "opset": 17})
     if progress is not None:

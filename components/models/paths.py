@@ -28,6 +28,18 @@ PRECISION_FILES: dict[str, str] = {
 CPU_PRECISIONS = ("fp32", "int8")
 
 
+def weights_file(model_path: Path) -> Path:
+    """The file beside an ONNX graph that holds its weights when they are stored apart (``model_int8.onnx.data``
+    for ``model_int8.onnx``; see :func:`adaptive_retrieval.components.models.export.weights_beside`)."""
+    return model_path.with_name(f"{model_path.name}.data")
+
+
+def model_bytes(model_path: Path) -> int:
+    """Bytes of an ONNX model on disk: the graph and, where they are apart, its weights."""
+    weights = weights_file(model_path)
+    return model_path.stat().st_size + (weights.stat().st_size if weights.is_file() else 0)
+
+
 def models_dir_origin() -> tuple[Path, str]:
     """The models folder and why it is that one (``$ADAPTIVE_MODELS_DIR``, the source checkout, the data folder)."""
     env = settings.text(MODELS_DIR_ENV)

@@ -38,7 +38,7 @@ from adaptive_retrieval.components.stores.edge_shards import check_store_setting
 from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV, qdrant_folder
 from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.components.stores.store_wire import recv_message, send_message
-from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, VectorCache
+from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, shared_vector_cache
 from adaptive_retrieval.components.stores.vector_search import check_query_dimension
 
 logger = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class RemoteDocumentStore:
         self._connections: list[socket_module.socket] = []
         self._connections_lock = threading.Lock()
         capacity = settings.whole(CAPACITY_ENV)
-        self._vectors = VectorCache(capacity) if capacity else None
+        self._vectors = shared_vector_cache((socket, path, index), capacity) if capacity else None
 
     def _params(self) -> dict[str, Any]:
         return {

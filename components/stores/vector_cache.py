@@ -11,15 +11,20 @@ empties it, so a vector kept from before a write is never used after it. The doc
 store returns them (each vector a new list of the same floats; Qdrant Edge stores them as float32, which is what
 the cache keeps, exactly: 1.5 KB per 384-d vector).
 
+A query pipeline holds one store object per component that searches, all over the same index: they share one cache
+per process (:func:`shared_vector_cache`), so a vector is kept once however many components read it.
+
 Usage::
 
-    cache = VectorCache(capacity=10_000)
+    cache = shared_vector_cache(("/run/store.sock", "/data/qdrant", "Document"), capacity=10_000)
     kept, missing = cache.lookup(generation, ["id-1", "id-2"])
     kept.update(cache.keep(generation, {"id-2": [0.1, ...]}))
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -29,6 +34,23 @@ from adaptive_retrieval.components.stores.generation_cache import GenerationCach
 
 #: Environment variable: how many vectors a serving worker keeps (0: none, every answer carries its vectors).
 CAPACITY_ENV = "ADAPTIVE_STORE_VECTOR_CACHE"
+
+
+#: The caches in use in this process, by index and capacity; one lives as long as a store holds it.
+_SHARED: weakref.WeakValueDictionary[Hashable, VectorCache] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_vector_cache(index: Hashable, capacity: int) -> VectorCache:
+    """This process's cache of ``capacity`` vectors for the index that ``index`` names (host socket, folder, index
+    name): every store object over that index gets the same one. Each kept its own before, and a query pipeline
+    holds several, so a worker kept the same vectors two to three times over (40 MB at 10,000 chunks)."""
+    key = (index, capacity)
+    with _SHARED_LOCK:
+        cache = _SHARED.get(key)
+        if cache is None:
+            cache = _SHARED[key] = VectorCache(capacity)
+        return cache
 
 
 class VectorCache:

@@ -39,7 +39,7 @@ def test_a_folder_built_elsewhere_is_verified_by_its_embeddings(model_dir: Path,
     # What fastembed's ONNX folder of all-MiniLM-L6-v2 holds: a tokenizer and an fp32 model.onnx, no manifest.
     elsewhere = tmp_path / "minilm-onnx"
     elsewhere.mkdir()
-    for name in ("tokenizer.json", "config.json", "model.onnx"):
+    for name in ("tokenizer.json", "config.json", "model.onnx", "model.onnx.data"):
         shutil.copy(model_dir / name, elsewhere / name)
     report = verify_model(elsewhere)
     assert report["ok"] and report["manifest"] == "absent" and set(report["precisions"]) == {"fp32"}
@@ -59,6 +59,7 @@ def test_a_damaged_or_foreign_folder_fails_with_the_reason(model_dir: Path, tmp_
     foreign.mkdir()
     shutil.copy(model_dir / "tokenizer.json", foreign / "tokenizer.json")
     shutil.copy(model_dir / "model_int8.onnx", foreign / "model.onnx")
+    shutil.copy(model_dir / "model_int8.onnx.data", foreign)  # the graph names its weights file
     report = verify_model(foreign)
     assert not report["ok"] and "embeds the reference sentences differently" in report["problems"][0]
     assert verify_model(foreign, use_reference=False)["ok"]
@@ -88,8 +89,9 @@ def test_fixed_texts_are_encoded_once_per_model_file(
     assert ((other[:3] * first).sum(axis=1) > 0.98).all()
     assert len(list((tmp_path / "cache").glob("*.npy"))) == 2
     # The key is the model file's checksum from the manifest (another file: another key).
-    digest = json.loads((model_dir / MANIFEST_FILE).read_text())["files"]["model_int8.onnx"]["sha256"]
-    assert model_identity(model_dir, "int8") == f"sha256:{digest}"
+    files = json.loads((model_dir / MANIFEST_FILE).read_text())["files"]
+    graph, weights = files["model_int8.onnx"]["sha256"], files["model_int8.onnx.data"]["sha256"]
+    assert model_identity(model_dir, "int8") == f"sha256:{graph}+sha256:{weights}"
     assert model_identity(model_dir, "fp32") != model_identity(model_dir, "int8")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,27 @@ def test_export_is_idempotent(model_dir: Path) -> None:
     assert {"model.onnx", "model_int8.onnx"} <= set(before)
     export_model(models_dir=model_dir.parent, name=model_dir.name)
     assert {p.name: p.stat().st_mtime_ns for p in model_dir.glob("*.onnx")} == before
+
+
+def test_weights_are_kept_beside_the_graph_and_compute_the_same(model_dir: Path, tmp_path: Path) -> None:
+    # ONNX Runtime maps a weights file (shared pages between processes) where it copies weights held in the graph.
+    import onnx
+
+    graph = model_dir / "model_int8.onnx"
+    assert (model_dir / "model_int8.onnx.data").is_file() and (model_dir / "model.onnx.data").is_file()
+    assert graph.stat().st_size < 1_000_000
+    # A folder built before: the same graph with its weights inside. The next build moves them out, and the
+    # embeddings are the same, bit for bit.
+    old = tmp_path / model_dir.name
+    shutil.copytree(model_dir, old)
+    for name in ("model.onnx", "model_int8.onnx"):
+        onnx.save_model(onnx.load(str(old / name)), str(old / name))
+        (old / f"{name}.data").unlink()
+    inside = OnnxEncoder(str(old), "int8").encode(PASSAGES)
+    export_model(models_dir=tmp_path, name=model_dir.name)
+    assert (old / "model_int8.onnx.data").is_file() and (old / "model_int8.onnx").stat().st_size < 1_000_000
+    assert np.array_equal(OnnxEncoder(str(old), "int8").encode(PASSAGES), inside)
+    assert np.array_equal(OnnxEncoder(str(model_dir), "int8").encode(PASSAGES), inside)
 
 
 def test_int8_stays_close_to_fp32(model_dir: Path) -> None:

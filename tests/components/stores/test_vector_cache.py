@@ -115,6 +115,19 @@ def test_a_restarted_host_is_another_generation(host, monkeypatch) -> None:
     assert kept._vectors.generation != generation and kept._vectors.generation[0] == "restarted"
 
 
+def test_the_stores_of_one_index_keep_each_vector_once(host, monkeypatch) -> None:
+    # A query pipeline holds a store object per component; one cache per index and process serves them all.
+    _, kept = _stores(host, monkeypatch)
+    other = RemoteDocumentStore(socket=host["socket"], path=host["folder"], create=False)
+    assert other._vectors is kept._vectors
+    hits = kept.search_dense(list(_unit(np.random.default_rng(7), 1)[0]), top_k=8)
+    assert other._vectors.lookup(other._vectors.generation, [d.id for d in hits])[1] == []
+    monkeypatch.setenv(CAPACITY_ENV, "5")
+    assert RemoteDocumentStore(socket=host["socket"], path=host["folder"], create=False)._vectors is not kept._vectors
+    elsewhere = RemoteDocumentStore(socket=host["socket"], path=host["folder"], index="Other", create=False)
+    assert elsewhere._vectors is not kept._vectors
+
+
 def test_the_cache_keeps_one_generation_within_its_capacity() -> None:
     cache = VectorCache(capacity=4)
     cache.lookup("g1", [])
