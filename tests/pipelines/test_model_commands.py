@@ -62,11 +62,15 @@ def test_a_damaged_folder_fails_verification(model_dir: Path, tmp_path: Path, ca
 def test_index_and_query_with_a_folder_built_elsewhere(
     model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # fastembed's ONNX folder of all-MiniLM-L6-v2 holds a tokenizer and an fp32 model.onnx: the same here.
+    # fastembed's ONNX folder of all-MiniLM-L6-v2 holds a tokenizer and an fp32 model.onnx with its weights inside:
+    # the same here.
+    import onnx
+
     elsewhere = tmp_path / "fastembed-like"
     elsewhere.mkdir()
-    for name in ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json", "model.onnx"):
+    for name in ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"):
         shutil.copy(model_dir / name, elsewhere / name)
+    onnx.save_model(onnx.load(str(model_dir / "model.onnx")), str(elsewhere / "model.onnx"))
     monkeypatch.setenv("ADAPTIVE_MODELS_DIR", str(tmp_path / "no-models-here"))
     monkeypatch.setenv("ADAPTIVE_PRECISION", "fp32")
     assert main(["models", "verify", "--model", str(elsewhere)]) == 0
