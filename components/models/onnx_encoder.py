@@ -14,7 +14,7 @@ import numpy as np
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.ort_runtime import onnxruntime_quiet
-from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
+from adaptive_retrieval.components.models.paths import build_hint, model_file, resolve_model_dir, weights_file
 from adaptive_retrieval.components.models.token_encoder import ONNX_PRECISIONS, TokenEncoder
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,17 @@ class OnnxEncoder(TokenEncoder):
         if not settings.flag("ADAPTIVE_ORT_SPIN"):
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
+        try:
+            self.session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
+        except Exception as err:
+            weights = weights_file(path)
+            if "external data" in str(err).lower() and not weights.is_file():
+                msg = (
+                    f"{path} keeps its weights in a file beside it ({weights.name}), which is missing: copy the "
+                    f"whole model folder, or build it again. {build_hint()}"
+                )
+                raise FileNotFoundError(msg) from err
+            raise
         self._input_names = {i.name for i in self.session.get_inputs()}
         outputs = {o.name: o for o in self.session.get_outputs()}
         # optimum names the token output after the sentence-transformers module or the HF model.

@@ -54,6 +54,17 @@ def test_weights_are_kept_beside_the_graph_and_compute_the_same(model_dir: Path,
     assert np.array_equal(OnnxEncoder(str(model_dir), "int8").encode(PASSAGES), inside)
 
 
+def test_a_graph_copied_without_its_weights_says_so(model_dir: Path, tmp_path: Path) -> None:
+    copied = tmp_path / "copied"
+    copied.mkdir()
+    for name in ("tokenizer.json", "config.json", "model_int8.onnx"):
+        shutil.copy(model_dir / name, copied / name)
+    with pytest.raises(
+        FileNotFoundError, match=r"weights in a file beside it \(model_int8.onnx.data\), which is missing"
+    ):
+        OnnxEncoder(str(copied), "int8")
+
+
 def test_int8_stays_close_to_fp32(model_dir: Path) -> None:
     fp32 = get_encoder(str(model_dir), "fp32").encode(PASSAGES)
     int8 = get_encoder(str(model_dir), "int8").encode(PASSAGES)
