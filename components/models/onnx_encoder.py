@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,26 @@ def _providers(device: str) -> list[str]:
     raise ValueError(msg)
 
 
+def open_session(path: Path, options: Any, device: str) -> Any:
+    """An ONNX Runtime session of the graph at ``path`` on ``device`` (the encoders' and the rerankers' one way in).
+
+    :raises FileNotFoundError: when the graph keeps its weights in a file beside it that is missing (a graph copied
+        alone), naming that file rather than ONNX Runtime's "External data path validation failed".
+    """
+    ort = onnxruntime_quiet()
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
+    except Exception as err:
+        weights = weights_file(path)
+        if "external data" in str(err).lower() and not weights.is_file():
+            msg = (
+                f"{path} keeps its weights in a file beside it ({weights.name}), which is missing: copy the "
+                f"whole model folder, or build it again. {build_hint()}"
+            )
+            raise FileNotFoundError(msg) from err
+        raise
+
+
 class OnnxEncoder(TokenEncoder):
     """Runs one exported ONNX model (``model.onnx`` or ``model_int8.onnx``) with its ``tokenizer.json``."""
 
@@ -61,17 +83,7 @@ class OnnxEncoder(TokenEncoder):
         if not settings.flag("ADAPTIVE_ORT_SPIN"):
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        try:
-            self.session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
-        except Exception as err:
-            weights = weights_file(path)
-            if "external data" in str(err).lower() and not weights.is_file():
-                msg = (
-                    f"{path} keeps its weights in a file beside it ({weights.name}), which is missing: copy the "
-                    f"whole model folder, or build it again. {build_hint()}"
-                )
-                raise FileNotFoundError(msg) from err
-            raise
+        self.session = open_session(path, options, device)
         self._input_names = {i.name for i in self.session.get_inputs()}
         outputs = {o.name: o for o in self.session.get_outputs()}
         # optimum names the token output after the sentence-transformers module or the HF model.

@@ -25,7 +25,7 @@ import numpy as np
 from haystack import Document, component
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.models.onnx_encoder import _providers
+from adaptive_retrieval.components.models.onnx_encoder import open_session
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
 from adaptive_retrieval.components.models.runtime import resolve_device, resolve_precision
 from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches
@@ -151,7 +151,7 @@ class CrossEncoderRanker(RerankerBase):
         if threads:
             options.intra_op_num_threads = threads
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), sess_options=options, providers=_providers(device))
+        session = open_session(path, options, device)
         labels = session.get_outputs()[0].shape[-1]
         if isinstance(labels, int) and labels > 2:
             msg = f"'{path}' outputs {labels} labels; a cross-encoder reranker needs 1 (relevance) or 2 (no/yes)."

@@ -175,6 +175,16 @@ def test_cross_encoder_export_layout(tiny_cross_encoder) -> None:
     assert {"model.onnx", "model_int8.onnx", "tokenizer.json", "config.json"} <= {p.name for p in folder.iterdir()}
 
 
+def test_cross_encoder_copied_without_its_weights_says_so(tiny_cross_encoder, tmp_path: Path) -> None:
+    folder, _, _ = tiny_cross_encoder
+    copied = tmp_path / "copied"
+    shutil.copytree(folder, copied)
+    (copied / "model.onnx.data").unlink()
+    ranker = CrossEncoderRanker(model=str(copied), precision="fp32")
+    with pytest.raises(FileNotFoundError, match=r"beside it \(model.onnx.data\), which is missing"):
+        ranker.warm_up()
+
+
 def test_cross_encoder_scores_equal_the_torch_model(tiny_cross_encoder, documents: list[Document]) -> None:
     folder, model, tokenizer = tiny_cross_encoder
     ranker = CrossEncoderRanker(model=str(folder), precision="fp32", scale_score=False, batch_size=2)
