@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.models.manifest import read_manifest
 from adaptive_retrieval.components.models.paths import PRECISION_FILES, weights_file
 from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 
@@ -48,8 +49,8 @@ def model_identity(model_dir: Path, precision: str) -> str:
     if not path.is_file():  # a back end without a file of this name (the GPU precisions): the folder's
         return f"folder:{model_dir.resolve()}"
     try:
-        manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_manifest(model_dir)
+    except ValueError:  # there, but unreadable: the files' own metadata
         manifest = None
     # The graph and, where they are stored apart, its weights.
     parts = [_file_identity(f, manifest) for f in (path, weights_file(path)) if f.is_file()]
