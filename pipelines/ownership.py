@@ -55,8 +55,19 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # alive, owned by another user
-        return True
-    return True
+        pass
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """Linux: whether ``pid`` has exited and only waits to be reaped (a zombie). It has closed its files and
+    released its locks, but ``kill(pid, 0)`` still finds it. A SIGKILLed ``serve`` leaves its store host so, as long
+    as the process that adopted it has not reaped it: without this check a restart at once was refused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False  # not Linux, or gone since
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
 
 
 def store_owner(store_path: str | Path) -> dict[str, Any] | None:

@@ -221,23 +221,35 @@ def start_server(port: int, store: Path, base: Path, env: dict[str, str], worker
     ``serve`` takes the host and the workers with it)."""
     import httpx
 
+    from adaptive_retrieval.pipelines.ownership import store_owner
+
+    # A SIGKILLed `serve` takes its store host with it, but not in the same instant: the host holds the store until
+    # it has exited, and a server started before that is refused ("served by process ..."), as it should be.
+    deadline = time.monotonic() + 30
+    while store_owner(store) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
     command = ["serve", "--store", str(store), "--port", str(port), "--workers", str(workers)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *command],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "ADAPTIVE_UPLOAD_DIR": str(base / "uploads"), **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = base / "serve.log"
+    base.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as output:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *command],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "ADAPTIVE_UPLOAD_DIR": str(base / "uploads"), **env},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 180 * workers
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/status", timeout=2).status_code == 200:
                 return proc
         except httpx.HTTPError:
             time.sleep(0.5)
     proc.kill()
-    raise RuntimeError("server did not start")
+    proc.wait()
+    tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+    raise RuntimeError(f"server did not start (exit {proc.returncode}): " + " | ".join(tail))
 
 
 def upload(port: int, corpus: list[Path], timeout: float) -> Any:

@@ -69,7 +69,8 @@ def process_cpu_seconds(pid: int) -> float | None:
 
 def summary(phase: Any, clients: int) -> dict:
     """The figures of one phase for ``--json``: req_s, p50_ms, p95_ms, errors, CPU per request over every server
-    process, and the Little's-law floor of the mean latency (``clients`` x CPU per request / cores)."""
+    process, the Little's-law floor of the mean latency (``clients`` x CPU per request / cores), and the cores the
+    load generator itself kept busy (``client_cpu_s``, when the phase has it)."""
     ms = sorted(x * 1000 for x in phase.latencies)
     done = len(ms)
     cores = len(os.sched_getaffinity(0))
@@ -94,4 +95,7 @@ def summary(phase: Any, clients: int) -> dict:
             "little_floor_ms": round(floor, 1),
             "p95_over_floor": round(result["p95_ms"] / floor, 2) if floor else None,
         }
+    if getattr(phase, "client_cpu_s", None) is not None and phase.seconds:
+        # The load generator runs on the same cores: what it takes, the server cannot have.
+        result["load_generator_cores_busy"] = round(phase.client_cpu_s / phase.seconds, 2)
     return result
