@@ -7,7 +7,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -243,12 +242,10 @@ def test_store_owner_file(tmp_path: Path) -> None:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     owner_file(store).write_text(f'{{"pid": {gone.stdout.strip()}, "url": "http://127.0.0.1:2"}}')
     assert store_owner(store) is None, "the file of a process that is gone is stale"
-    exited = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for: a zombie until reaped below
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
-        deadline = time.monotonic() + 30
-        while Path(f"/proc/{exited.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-            assert time.monotonic() < deadline, "the child did not exit"
-            time.sleep(0.05)
+        # Wait for its exit without reaping it (WNOWAIT): it stays a zombie until exited.wait() below.
+        os.waitid(os.P_PID, exited.pid, os.WEXITED | os.WNOWAIT)
         owner_file(store).write_text(f'{{"pid": {exited.pid}, "url": "http://127.0.0.1:5"}}')
         assert store_owner(store) is None, "a process that has exited holds no store, reaped or not"
     finally:
