@@ -117,7 +117,15 @@ _SETTINGS = (
         "ADAPTIVE_PRECISION",
         "int8",
         "models",
-        "`fp32`/`int8` (ONNX Runtime), `fp16`/`bf16`/`fp8` (GPU, PyTorch); `precision` wins.",
+        "`fp32`/`int8` (ONNX Runtime), `fp16`/`bf16`/`fp8` (GPU, PyTorch); `precision` wins. `fp8` runs as fp16 "
+        "(measured slower than fp16) unless `ADAPTIVE_FP8_COMPILED` is set.",
+    ),
+    Setting(
+        "ADAPTIVE_FP8_COMPILED",
+        "0",
+        "models",
+        "`1`: the PyTorch back end runs `torch.compile` with static shapes, where `fp8` is torchao FP8 (an opt-in "
+        "until scripts/bench_gpu.py shows it faster than fp16 on the GPU).",
     ),
     Setting(
         "ADAPTIVE_MODELS_DIR",

@@ -12,24 +12,73 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 ONNX_PRECISIONS = ("fp32", "int8")
 TORCH_PRECISIONS = ("fp16", "bf16", "fp8")
+BACKENDS = ("onnx", "torch")
+
+
+@dataclass(frozen=True)
+class EncoderDescription:
+    """What an encoder runs: its back end and device, the precision asked for and the one that runs (they differ
+    where a precision does not pay, e.g. ``fp8`` that runs fp16), the pooling, and ``note`` saying why."""
+
+    backend: str
+    device: str
+    requested_precision: str
+    precision: str
+    pooling: str
+    compiled: bool = False
+    note: str | None = None
+
+
+def pooling_mode(model_dir: Path) -> str:
+    """``cls`` or ``mean``, as the model's sentence-transformers pooling config (``1_Pooling/config.json``) says;
+    ``mean`` when there is none."""
+    config = model_dir / "1_Pooling" / "config.json"
+    if config.exists():
+        fields = json.loads(config.read_text(encoding="utf-8"))
+        if fields.get("pooling_mode_cls_token"):
+            return "cls"
+        if not fields.get("pooling_mode_mean_tokens", True):
+            modes = [k for k, v in fields.items() if k.startswith("pooling_mode_") and v]
+            msg = f"{config} asks for pooling {modes}; this package pools with 'mean' or 'cls' only."
+            raise ValueError(msg)
+    return "mean"
+
+
+def pool_numpy(hidden: np.ndarray, mask: np.ndarray, mode: str = "mean") -> np.ndarray:
+    """Sentence vectors ``[batch, dim]`` from token vectors and the mask, on the host (the ONNX path)."""
+    if mode == "cls":
+        return hidden[:, 0].astype(np.float32)
+    weights = mask[..., None].astype(np.float32)
+    return (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+
+
+def normalise_numpy(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero)."""
+    return vectors / np.clip(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12, None)
 
 
 class TokenEncoder:
     """Base class: tokenises like the model's ``tokenizer.json`` and pools token embeddings into sentences."""
 
     dimension: int
+    #: ``onnx`` or ``torch``; see :meth:`describe`.
+    backend = "onnx"
+    device = "cpu"
 
     def __init__(self, model_dir: Path, precision: str, max_length: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         self.model_dir = model_dir
         self.precision = precision
+        self.requested_precision = precision
+        self.pooling = pooling_mode(model_dir)
         self.max_length = max_length or self._configured_max_length()
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=self.max_length)
@@ -78,13 +127,31 @@ class TokenEncoder:
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]
             hidden, mask = self.token_embeddings([texts[i] for i in idx])
-            weights = mask[..., None].astype(np.float32)
-            out[idx] = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            out[idx] = pool_numpy(hidden, mask, self.pooling)
             if progress is not None:
                 progress(len(idx))
         if normalize:
             out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
         return out
+
+    def maxsim_scores(self, query_tokens: np.ndarray, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """Late-interaction score of each text: ``mean_i max_j cos(q_i, d_j)`` over its real tokens.
+
+        :param query_tokens: unit-length query token vectors ``[query_tokens, dim]``.
+        """
+        scores = np.empty(len(texts), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # longest first: similar lengths per batch
+        for start in range(0, len(texts), batch_size):
+            idx = order[start : start + batch_size]
+            hidden, mask = self.token_embeddings([texts[i] for i in idx])
+            sims = np.einsum("qd,btd->bqt", query_tokens, normalise_numpy(hidden))
+            sims = np.where(mask[:, None, :].astype(bool), sims, -np.inf)
+            scores[idx] = sims.max(axis=2).mean(axis=1)
+        return scores
+
+    def describe(self) -> EncoderDescription:
+        """What this encoder runs (back end, device, precision asked for and run, pooling)."""
+        return EncoderDescription(self.backend, self.device, self.requested_precision, self.precision, self.pooling)
 
     def is_truncated(self, text: str) -> bool:
         """Whether ``text`` is longer than the model's window (its tail is then ignored)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from haystack import Document
@@ -24,6 +25,12 @@ def length_batches(texts: Sequence[str], batch_size: int) -> Iterator[np.ndarray
     order = np.argsort([-len(t) for t in texts], kind="stable")
     for start in range(0, len(order), batch_size):
         yield order[start : start + batch_size]
+
+
+def relevance_logit(logits: Any) -> Any:
+    """One relevance per row of ``[batch, labels]`` logits (numpy or torch): the logit of a one-label model, the
+    log-odds (relevant − not relevant) of a two-label one."""
+    return logits[:, 0] if logits.shape[-1] == 1 else logits[:, 1] - logits[:, 0]
 
 
 class RerankerBase:

@@ -28,7 +28,9 @@ from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.onnx_encoder import open_session
 from adaptive_retrieval.components.models.paths import model_file, resolve_model_dir
 from adaptive_retrieval.components.models.runtime import resolve_device, resolve_precision
-from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches
+from adaptive_retrieval.components.models.token_encoder import ONNX_PRECISIONS, TORCH_PRECISIONS
+from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches, relevance_logit
+from adaptive_retrieval.components.ranking.torch_cross_encoder import TorchCrossEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +72,10 @@ class CrossEncoderRanker(RerankerBase):
     """Reranks documents with a cross-encoder ONNX model; pass-through when the router sets ``rerank=False``.
 
     :param model: model folder, or a name inside the models folder.
-    :param precision: ``int8`` (``model_int8.onnx``) or ``fp32`` (``model.onnx``);
-        ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
-    :param device: ``cpu`` or ``cuda`` (needs onnxruntime-gpu); ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
+    :param precision: ``int8`` (``model_int8.onnx``) or ``fp32`` (``model.onnx``) on ONNX Runtime; ``fp16`` or
+        ``bf16`` on a GPU through PyTorch (the weights the folder was exported from; only the scores leave the
+        device: :mod:`.torch_cross_encoder`); ``None``: ``$ADAPTIVE_PRECISION``, else ``int8`` (read at warm-up).
+    :param device: ``cpu`` or ``cuda`` (ONNX: needs onnxruntime-gpu); ``None``: ``$ADAPTIVE_DEVICE``, else ``cpu``.
     :param top_k: documents returned (the router's ``top_k`` overrides it per query; ``None`` keeps all).
     :param batch_size: query–document pairs per model call.
     :param max_length: tokens per pair (capped by the model's position table); longer pairs are truncated.
@@ -96,8 +99,11 @@ class CrossEncoderRanker(RerankerBase):
         RerankerBase.__init__(
             self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
         )
-        if precision is not None and precision not in ("fp32", "int8"):
-            msg = f"Unknown precision '{precision}' for a cross-encoder; choose 'fp32' or 'int8'."
+        if precision is not None and precision not in ONNX_PRECISIONS + TORCH_PRECISIONS:
+            msg = (
+                f"Unknown precision '{precision}' for a cross-encoder; choose 'fp32' or 'int8' "
+                "(or 'fp16'/'bf16' on a GPU)."
+            )
             raise ValueError(msg)
         if max_length < 8:
             msg = f"max_length must be >= 8, got {max_length}"
@@ -108,6 +114,7 @@ class CrossEncoderRanker(RerankerBase):
         self.max_length = max_length
         self.scale_score = scale_score
         self._session: Any = None
+        self._torch: TorchCrossEncoder | None = None
         self._tokenizer: Any = None
         self._input_names: set[str] = set()
 
@@ -126,7 +133,7 @@ class CrossEncoderRanker(RerankerBase):
 
         :raises FileNotFoundError: when the folder, its ``tokenizer.json`` or the ONNX file is missing.
         """
-        if self._session is not None:
+        if self._session is not None or self._torch is not None:
             return
         from tokenizers import Tokenizer
 
@@ -136,15 +143,26 @@ class CrossEncoderRanker(RerankerBase):
 
         model_dir = resolve_model_dir(self.model)
         precision, device = resolve_precision(self.precision), resolve_device(self.device)
-        path = model_file(model_dir, precision)
+        if precision not in TORCH_PRECISIONS:
+            path = model_file(model_dir, precision)  # the missing-file error before the tokenizer's
         tokenizer_path = model_dir / "tokenizer.json"
         if not tokenizer_path.exists():
             msg = f"'{model_dir}' has no tokenizer.json; save the tokenizer with the model (a fast tokenizer)."
             raise FileNotFoundError(msg)
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        tokenizer.enable_truncation(max_length=self._limit(model_dir))
+        limit = self._limit(model_dir)
+        tokenizer.enable_truncation(max_length=limit)
         pad_token = next((t for t in ("[PAD]", "<pad>") if tokenizer.token_to_id(t) is not None), None)
         pad_id = tokenizer.token_to_id(pad_token) if pad_token else 0
+        if precision in TORCH_PRECISIONS:
+            if device != "cuda":
+                msg = f"precision '{precision}' needs a GPU (device='cuda'); on CPU choose 'fp32' or 'int8'."
+                raise ValueError(msg)
+            tokenizer.no_padding()  # the PyTorch path pads each length bucket itself
+            self._torch = TorchCrossEncoder(model_dir, tokenizer, pad_id, precision, device, limit)
+            self._tokenizer = tokenizer
+            logger.info("Loaded cross-encoder %s (%s, %s, PyTorch)", model_dir, precision, device)
+            return
         tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token or "[PAD]")
         options = ort.SessionOptions()
         threads = settings.whole("ADAPTIVE_ORT_THREADS")
@@ -171,14 +189,17 @@ class CrossEncoderRanker(RerankerBase):
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
         # One logit is the relevance; with two (not relevant / relevant) their difference is the log-odds.
-        return logits[:, 0] if logits.shape[-1] == 1 else logits[:, 1] - logits[:, 0]
+        return relevance_logit(logits)
 
     def score(self, query: str, texts: list[str]) -> np.ndarray:
         """Relevance of each text to ``query``, pairs scored in length-sorted batches of ``batch_size``."""
         self.warm_up()
-        scores = np.empty(len(texts), dtype=np.float32)
-        for idx in length_batches(texts, self.batch_size):
-            scores[idx] = self._logits(query, [texts[i] for i in idx])
+        if self._torch is not None:
+            scores = self._torch.relevance(query, texts, self.batch_size)
+        else:
+            scores = np.empty(len(texts), dtype=np.float32)
+            for idx in length_batches(texts, self.batch_size):
+                scores[idx] = self._logits(query, [texts[i] for i in idx])
         if self.scale_score:
             scores = 1.0 / (1.0 + np.exp(-scores))
         return scores

@@ -1,10 +1,11 @@
-"""Late-interaction reranking (ColBERT-style MaxSim) over the token embeddings of the shipped ONNX encoder.
+"""Late-interaction reranking (ColBERT-style MaxSim) over the token embeddings of the shared text encoder.
 
 Each query token is matched with its most similar document token (cosine of contextual token embeddings) and
 the matches are averaged: ``score(q, d) = mean_i max_j cos(q_i, d_j)``. Fine-grained queries benefit because a
 single strongly matching phrase counts even when the rest of a passage is about something else, which a single
 pooled vector blurs. The query's token embeddings are computed once per query; documents are encoded in
-length-sorted batches with the same ONNX session the embedders use (fp32 or INT8).
+length-sorted batches with the same encoder the embedders use (ONNX fp32 or INT8; on a GPU the PyTorch back end,
+where MaxSim runs on the device and only the scores cross).
 
 The cost is bounded: ``rerank_top`` documents at most are encoded per query (the head of the incoming list,
 e.g. the MMR selection; the rest follow in their upstream order), and the query's token embeddings are kept in a
@@ -29,14 +30,10 @@ from haystack import Document, component
 
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
-from adaptive_retrieval.components.models.token_encoder import TokenEncoder
-from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches
+from adaptive_retrieval.components.models.token_encoder import TokenEncoder, normalise_numpy
+from adaptive_retrieval.components.ranking.base import RerankerBase
 
 logger = logging.getLogger(__name__)
-
-
-def _normalise(tokens: np.ndarray) -> np.ndarray:
-    return tokens / np.clip(np.linalg.norm(tokens, axis=-1, keepdims=True), 1e-12, None)
 
 
 @component
@@ -124,19 +121,14 @@ class LateInteractionRanker(RerankerBase):
         keep = mask[0].astype(bool) & ~np.isin(ids[0], list(self._skip_ids))
         if not keep.any():  # a query made only of punctuation: fall back to every real token
             keep = mask[0].astype(bool)
-        return _normalise(hidden[0][keep])
+        return normalise_numpy(hidden[0][keep])
 
     def score(self, query: str, texts: list[str]) -> np.ndarray:
-        """MaxSim score of every text, documents encoded in batches of ``batch_size``."""
+        """MaxSim score of every text, documents encoded in batches of ``batch_size`` (on a GPU the document token
+        vectors stay on the device and only the scores cross: :meth:`TokenEncoder.maxsim_scores`)."""
         q = self.query_tokens(query)
         assert self._encoder is not None
-        scores = np.empty(len(texts), dtype=np.float32)
-        for idx in length_batches(texts, self.batch_size):
-            hidden, mask = self._encoder.token_embeddings([texts[i] for i in idx])
-            sims = np.einsum("qd,btd->bqt", q, _normalise(hidden))
-            sims = np.where(mask[:, None, :].astype(bool), sims, -np.inf)
-            scores[idx] = sims.max(axis=2).mean(axis=1)
-        return scores
+        return self._encoder.maxsim_scores(q, texts, self.batch_size)
 
     @component.output_types(documents=list[Document])
     def run(
