@@ -34,6 +34,8 @@ from adaptive_retrieval.components.ranking.torch_cross_encoder import TorchCross
 
 logger = logging.getLogger(__name__)
 
+#: What the PyTorch path offers a cross-encoder: not fp8, which does not pay (torch_runner.FP8_MEASURED).
+TORCH_RERANK_PRECISIONS = ("fp16", "bf16")
 #: RoBERTa-family models offset positions by the padding index, so two positions are not usable.
 _POSITION_OFFSET = {"roberta": 2, "xlm-roberta": 2, "camembert": 2}
 
@@ -99,7 +101,7 @@ class CrossEncoderRanker(RerankerBase):
         RerankerBase.__init__(
             self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
         )
-        if precision is not None and precision not in ONNX_PRECISIONS + TORCH_PRECISIONS:
+        if precision is not None and precision not in (*ONNX_PRECISIONS, *TORCH_RERANK_PRECISIONS):
             msg = (
                 f"Unknown precision '{precision}' for a cross-encoder; choose 'fp32' or 'int8' "
                 "(or 'fp16'/'bf16' on a GPU)."

@@ -222,3 +222,54 @@ def test_cross_encoder_int8_and_errors(tiny_cross_encoder, documents: list[Docum
         CrossEncoderRanker(model=str(tmp_path / "missing")).warm_up()
     with pytest.raises(ValueError, match="precision"):
         CrossEncoderRanker(model=str(folder), precision="fp8")
+
+
+def test_torch_cross_encoder_scores_equal_the_torch_model(tiny_cross_encoder, documents: list[Document]) -> None:
+    # The GPU path (PyTorch weights, pairs bucketed by token length, only the scores to the host) on torch's CPU
+    # device: the same scores as the model itself, in the documents' order.
+    from tokenizers import Tokenizer
+
+    from adaptive_retrieval.components.ranking.torch_cross_encoder import TorchCrossEncoder
+
+    folder, model, tokenizer = tiny_cross_encoder
+    fast = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    fast.enable_truncation(max_length=64)
+    fast.no_padding()
+    scorer = TorchCrossEncoder(folder, fast, pad_id=0, precision="fp32", device="cpu", max_length=64)
+    texts = [CrossEncoderRanker(model=str(folder)).document_text(d) for d in documents] + ["word " * 500]
+    query = "When was the tower in Paris built?"
+    got = scorer.relevance(query, texts, batch_size=2)
+    assert np.allclose(got, torch_logits(model, tokenizer, query, texts), atol=1e-4)
+    onnx = CrossEncoderRanker(model=str(folder), precision="fp32", scale_score=False).score(query, texts)
+    assert np.allclose(got, onnx, atol=1e-4)
+    with pytest.raises(ValueError, match="not offered for a cross-encoder"):
+        TorchCrossEncoder(folder, fast, pad_id=0, precision="fp8", device="cpu")
+
+
+def test_cross_encoder_gpu_precision_on_cpu_is_a_clear_error(tiny_cross_encoder) -> None:
+    folder, _, _ = tiny_cross_encoder
+    with pytest.raises(ValueError, match="needs a GPU"):
+        CrossEncoderRanker(model=str(folder), precision="fp16", device="cpu").warm_up()
+
+
+def test_late_interaction_torch_back_end_scores_like_onnx(model_dir: Path, documents: list[Document]) -> None:
+    # The late-interaction ranker's MaxSim on the PyTorch encoder (on a GPU: token vectors stay on the device).
+    ranker = LateInteractionRanker(model=str(model_dir), precision="fp32", batch_size=2)
+    ranker.warm_up()
+    texts = [ranker.document_text(d) for d in documents]
+    q = ranker.query_tokens("highest mountain")
+    torch_encoder = get_encoder(str(model_dir), "fp32", "cpu", backend="torch")
+    assert np.allclose(torch_encoder.maxsim_scores(q, texts, 2), ranker.score("highest mountain", texts), atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_cross_encoder_fp16_on_cuda(tiny_cross_encoder, documents: list[Document]) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (the PyTorch cross-encoder path is tested on torch's CPU device above)")
+    folder, _, _ = tiny_cross_encoder
+    query = "highest mountain"
+    fp32 = CrossEncoderRanker(model=str(folder), precision="fp32", scale_score=False)
+    fp16 = CrossEncoderRanker(model=str(folder), precision="fp16", device="cuda", scale_score=False)
+    texts = [fp32.document_text(d) for d in documents]
+    assert np.allclose(fp16.score(query, texts), fp32.score(query, texts), atol=2e-2)
