@@ -36,6 +36,7 @@ import argparse
 import hashlib
 import json
 import logging
+import os
 import platform
 import statistics
 import sys
@@ -216,7 +217,9 @@ def sentence_transformers_encode(folder: Path, device: str, precision: str, batc
         model = model.to(torch.bfloat16)
 
     def encode(texts: list[str]) -> np.ndarray:
-        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        vectors = model.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         return np.asarray(vectors, dtype=np.float32)
 
     return encode
@@ -419,6 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write-reference", type=Path, default=None, help="compute the reference and write it")
     parser.add_argument("--large", default=None, help="LAYERSxHIDDEN random BERT, or 'none'; default 24x1024 on cuda")
     parser.add_argument("--compiled", action="store_true", help="also torch.compile fp16 and fp8 (slow to compile)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads of torch and ONNX Runtime (all rows)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
@@ -431,6 +435,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
+    if args.threads:
+        # Every row alike: torch's intra-op threads and each ONNX Runtime session's (read when a session opens).
+        torch.set_num_threads(args.threads)
+        os.environ["ADAPTIVE_ORT_THREADS"] = str(args.threads)
     if gpu and not torch.cuda.is_available():
         print("No CUDA GPU here: run with --device cpu (a smoke test), or on a GPU machine.", file=sys.stderr)
         return 2
@@ -457,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += run_model(
                 f"BERT {large} random", str(folder), args.device, texts, qs, batch_size, None, args, False
             )
-    print_table(rows, device_name, batch_size, n)
+    print_table(rows, f"{device_name}, {torch.get_num_threads()} torch threads", batch_size, n)
     targets = check_targets(rows, "all-MiniLM-L6-v2", args.device)
     print("\nTargets of issue 43 (H100/H200, MiniLM, batch 256):\n")
     print("| target | bound | this run | verdict |\n|---|---|---|---|")
@@ -471,6 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "passages": n,
             "queries": q,
             "batch_size": batch_size,
+            "threads": torch.get_num_threads(),
             "reference": "CPU fp32 ONNX" if reference is not None else None,
             "rows": [{k: v for k, v in asdict(r).items() if k != "vectors"} for r in rows],
             "targets": targets,
