@@ -186,7 +186,7 @@ def add_models_parser(sub: Any) -> None:
         help="a sentence-transformers folder (default: the packaged all-MiniLM-L6-v2)",
     )
     p.add_argument("--name", default=DEFAULT_MODEL, help=f"model folder name (default {DEFAULT_MODEL})")
-    p.add_argument("--precisions", nargs="+", choices=["fp32", "int8"], default=["fp32", "int8"])
+    p.add_argument("--precisions", nargs="+", choices=["fp32", "int8", "fp16"], default=["fp32", "int8"])
     p.add_argument("--force", action="store_true", help="rebuild even when the files exist")
     p.add_argument("--quiet", action="store_true", help="print nothing when the models are already built")
     p.set_defaults(func=cmd_build)

@@ -107,9 +107,6 @@ class OnnxEncoder(TokenEncoder):
             hint = "; bf16/fp8 run on a GPU through get_encoder(..., device='cuda')"
             msg = f"Unknown ONNX precision '{precision}'. Choose one of {[*ONNX_PRECISIONS, 'fp16']}{hint}."
             raise ValueError(msg)
-        if precision == "fp16" and device != "cuda":
-            msg = "ONNX precision 'fp16' runs on CUDA (device='cuda'); on CPU choose 'fp32' or 'int8'."
-            raise ValueError(msg)
         model_dir = resolve_model_dir(model)
         path = model_file(model_dir, precision)
         super().__init__(model_dir, precision, max_length)

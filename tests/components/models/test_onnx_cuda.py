@@ -81,3 +81,22 @@ class TestOnCuda:
         cuda = OnnxEncoder(str(model_dir), precision, "cuda")
         assert cuda.io_binding and cuda.session.get_providers()[0] == CUDA_PROVIDER
         assert (cuda.encode(TEXTS) * cpu).sum(axis=1).min() > 0.999
+
+
+def test_fp16_graph_for_the_cuda_provider(model_dir: Path, tmp_path: Path) -> None:
+    # Built on request (models build --precisions fp16); ONNX Runtime's CPU provider runs it too, which checks it
+    # here: the same vectors as fp32, inputs and outputs in the usual types.
+    import shutil
+
+    from adaptive_retrieval.components.models.encoder import get_encoder
+    from adaptive_retrieval.components.models.export import export_model
+
+    copy = tmp_path / model_dir.name
+    shutil.copytree(model_dir, copy)
+    export_model(models_dir=tmp_path, name=model_dir.name, precisions=("fp16",))
+    assert (copy / "model_fp16.onnx").is_file() and (copy / "model_fp16.onnx.data").is_file()
+    fp16 = OnnxEncoder(str(copy), "fp16", "cpu", io_binding=True).encode(TEXTS)
+    assert (fp16 * OnnxEncoder(str(copy), "fp32", "cpu").encode(TEXTS)).sum(axis=1).min() > 0.999
+    if not HAS_CUDA_EP:
+        with pytest.raises(RuntimeError, match="onnxruntime-gpu"):
+            get_encoder(str(copy), "fp16", "cuda", backend="onnx")
