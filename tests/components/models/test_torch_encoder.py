@@ -45,8 +45,18 @@ MIXED = [
     "Names refer to objects.",
     " ".join(["Lists are mutable sequences of homogeneous items, with slicing and comprehension."] * 3),
     "Which river flows into the Mediterranean?",
-    " ".join(["Words past the window are cut at the model's 256 tokens, the head is embedded."] * 40),
+    " ".join(["Words past the window are cut at the model's 256 tokens, the head is embedded."] * 20),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    # torch's OpenMP threads spin at their barriers: on a CPU shared with other work two threads ran a query 15x
+    # slower than one. Restored afterwards: the rest of the suite keeps torch's default.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +129,7 @@ class TestBatchingAndPrefetch:
 
     def test_prefetch_gives_identical_results(self, model_dir: Path, cpu_encoder: TorchEncoder) -> None:
         inline = TorchEncoder(str(model_dir), "fp32", "cpu", prefetch=0)
-        texts = MIXED * 5
+        texts = MIXED * 3
         ahead = cpu_encoder.encode(texts, batch_size=4)  # prefetch=2: the batches are made by a thread
         assert np.array_equal(inline.encode(texts, batch_size=4), ahead)  # same batches, same arithmetic
         one_window = TorchEncoder(str(model_dir), "fp32", "cpu", window=1)
