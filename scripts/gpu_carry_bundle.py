@@ -35,6 +35,8 @@ logger = logging.getLogger("gpu_carry_bundle")
 
 #: What the bare GPU machine has installed (with everything these require).
 ON_THE_MACHINE = ("torch", "transformers", "sentence-transformers", "tokenizers", "onnxruntime")
+#: Their import names: whatever importing these imports is on the machine too.
+THEIR_IMPORTS = ("torch", "transformers", "sentence_transformers", "tokenizers", "onnxruntime")
 #: The modules the benchmark imports there.
 BENCH_IMPORTS = (
     "bench_gpu",
@@ -68,11 +70,11 @@ def closure(roots: tuple[str, ...]) -> set[str]:
     return seen
 
 
-def imported_distributions() -> dict[str, str]:
-    """``name -> version`` of every distribution the benchmark's modules import (in a fresh interpreter)."""
+def imported_distributions(modules: tuple[str, ...] = BENCH_IMPORTS) -> dict[str, str]:
+    """``name -> version`` of every distribution that importing ``modules`` imports (in a fresh interpreter)."""
     code = (
         "import importlib, json, sys\n"
-        f"for m in {list(BENCH_IMPORTS)!r}: importlib.import_module(m)\n"
+        f"for m in {list(modules)!r}: importlib.import_module(m)\n"
         "import importlib.metadata as md\n"
         "dists = md.packages_distributions()\n"
         "names = {d for m in list(sys.modules) for d in dists.get(m.split('.')[0], [])}\n"
@@ -108,8 +110,9 @@ def write_wheels(out: Path) -> list[str]:
     """This package's wheel and the wheels of the imported distributions the GPU machine lacks."""
     wheels = out / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    there = closure(ON_THE_MACHINE)
-    needed = {n: v for n, v in imported_distributions().items() if n.lower().replace("_", "-") not in there}
+    # There: what those packages require, and what importing them imports (optional dependencies they use).
+    there = closure(ON_THE_MACHINE) | {_name(n) for n in imported_distributions(THEIR_IMPORTS)}
+    needed = {n: v for n, v in imported_distributions().items() if _name(n) not in there}
     needed.pop("adaptive-retrieval", None)
     needed.pop("adaptive_retrieval", None)
     root = Path(__file__).resolve().parents[1]
