@@ -20,7 +20,7 @@ pytest.importorskip("sentence_transformers")
 def test_bench_runs_on_cpu_and_prints_every_row(model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     args = ["--device", "cpu", "--passages", "24", "--queries", "4", "--query-runs", "2", "--batch-size", "8"]
-    args += ["--large", "2x64", "--threads", "1", "--model", str(model_dir), "--json", str(out)]
+    args += ["--large", "2x64", "--threads", "1", "--rounds", "1", "--model", str(model_dir), "--json", str(out)]
     run = subprocess.run([sys.executable, str(SCRIPTS / "bench_gpu.py"), *args], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     record = json.loads(out.read_text())
