@@ -106,8 +106,9 @@ def write_weights(out: Path) -> Path:
     return folder
 
 
-def write_wheels(out: Path) -> list[str]:
-    """This package's wheel and the wheels of the imported distributions the GPU machine lacks."""
+def write_wheels(out: Path, python_version: str | None = None) -> list[str]:
+    """This package's wheel and the wheels of the imported distributions the GPU machine lacks (for its Python
+    ``python_version``, e.g. ``3.12``; default: this one's)."""
     wheels = out / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     # There: what those packages require, and what importing them imports (optional dependencies they use).
@@ -132,6 +133,8 @@ def write_wheels(out: Path) -> list[str]:
             "-d",
             str(wheels),
         ]
+        if python_version:
+            cmd += ["--python-version", python_version, "--platform", "manylinux2014_x86_64"]
         subprocess.run([*cmd, *specs], check=True)
     return sorted(needed)
 
@@ -143,6 +146,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=64, help="of the CPU reference")
     parser.add_argument("--wheels", action="store_true", help="also the wheels the bare GPU machine lacks")
+    parser.add_argument("--python-version", default=None, help="the GPU machine's Python (X.Y), for its wheels")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -154,7 +158,7 @@ def main() -> int:
         "Reference: %s (%.1f MB)", args.out / "reference.npz", (args.out / "reference.npz").stat().st_size / 1e6
     )
     if args.wheels:
-        logger.info("Wheels for the bare machine: %s", ", ".join(write_wheels(args.out)))
+        logger.info("Wheels for the bare machine: %s", ", ".join(write_wheels(args.out, args.python_version)))
     total = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"{args.out}: {total / 2**20:.1f} MiB")
     return 0
