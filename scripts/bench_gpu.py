@@ -398,6 +398,7 @@ def check_targets(rows: list[Row], model: str, device: str) -> list[dict[str, An
         verdict = "not measured" if met is None else ("met" if met else "MISSED")
         if device != "cuda":
             verdict = "GPU target (CPU run: does not apply)"
+            name = name.replace("fp16", f"{half} (fp16 on a GPU)", 1) if name.startswith("fp16") else name
         out.append({"target": name, "bound": bound_text, "value": value, "verdict": verdict})
     out.append(
         {
