@@ -86,9 +86,10 @@ def imported_distributions(modules: tuple[str, ...] = BENCH_IMPORTS) -> dict[str
 
 
 def write_weights(out: Path) -> Path:
-    """The packaged model's files, with ``model.safetensors`` in fp16."""
+    """The packaged model's files, with ``model.safetensors`` in fp16 (written by transformers' ``save_pretrained``,
+    which both the package and sentence-transformers load)."""
     import torch
-    from safetensors.torch import load_file, save_file
+    from transformers import AutoModel
 
     from adaptive_retrieval.components.models.export import packaged_minilm_dir
 
@@ -100,9 +101,8 @@ def write_weights(out: Path) -> Path:
             target = folder / path.relative_to(source)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
-    tensors = load_file(str(source / "model.safetensors"))
-    half = {k: (v.to(torch.float16) if v.is_floating_point() else v).contiguous() for k, v in tensors.items()}
-    save_file(half, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    model = AutoModel.from_pretrained(source, dtype=torch.float16, local_files_only=True)
+    model.save_pretrained(folder)  # model.safetensors in fp16, and config.json with its dtype
     return folder
 
 

@@ -18,7 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
+from haystack.lazy_imports import LazyImport
+
+from adaptive_retrieval.components.extras import install_hint
+
+with LazyImport(install_hint("gpu")) as torch_import:
+    import torch
 
 POOLING_MODES = ("mean", "cls")
 
@@ -65,6 +70,7 @@ class HostStaging:
     """
 
     def __init__(self, shape: tuple[int, ...], device: Any) -> None:
+        torch_import.check()
         self.device = torch.device(device)
         self._cuda = self.device.type == "cuda"
         self.buffer = torch.empty(shape, dtype=torch.float32, pin_memory=self._cuda)

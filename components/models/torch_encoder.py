@@ -111,7 +111,7 @@ class TorchEncoder(TokenEncoder):
             logger.warning("%s (%s)", plan.note, model_dir.name)
         self._torch = torch
         weights = AutoModel.from_pretrained(
-            weights_dir(model_dir), dtype=TORCH_DTYPES[plan.runs], local_files_only=True
+            weights_dir(model_dir), dtype=getattr(torch, TORCH_DTYPES[plan.runs]), local_files_only=True
         )
         self.runner = TorchRunner(weights, plan, torch_device, prefetch, window, self.max_length, static_shapes)
         self.model = self.runner.model

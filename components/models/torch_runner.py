@@ -25,15 +25,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
+from haystack.lazy_imports import LazyImport
 
 from adaptive_retrieval.components.extras import install_hint
 from adaptive_retrieval.components.models.batching import DEFAULT_WINDOW, TokenBatch, prefetched, token_length_batches
 from adaptive_retrieval.components.models.device_pooling import HostStaging
 
+with LazyImport(install_hint("gpu")) as torch_import:
+    import torch
+
 logger = logging.getLogger(__name__)
 
-TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.bfloat16}
+#: The torch dtype (its name in ``torch``) each precision loads the weights in; fp8 quantises from bf16.
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8": "bfloat16"}
 #: FP8 tensor cores: Ada (8.9) and Hopper (9.0) or newer.
 FP8_MIN_CAPABILITY = (8, 9)
 #: The measurement behind the fp8 policy (issue 43; scripts/README.md, bench_gpu.py).
@@ -97,6 +101,7 @@ def check_device(device: str, plan: PrecisionPlan) -> torch.device:
     The CPU runs fp32, fp16 and bf16 (slowly: the tests' and the CPU benchmark's device; the package's CPU path is
     ONNX Runtime); FP8 arithmetic needs CUDA.
     """
+    torch_import.check()
     if device not in ("cpu", "cuda"):
         msg = f"Unknown device '{device}'. Choose 'cpu' or 'cuda'."
         raise ValueError(msg)

@@ -44,7 +44,7 @@ class TorchCrossEncoder:
         max_length: int = 512,
         compiled: bool = False,
     ) -> None:
-        import_torch()
+        torch = import_torch()
         from adaptive_retrieval.components.models.torch_runner import (
             TORCH_DTYPES,
             TorchRunner,
@@ -61,7 +61,7 @@ class TorchCrossEncoder:
             from transformers import AutoModelForSequenceClassification
         transformers_import.check()
         weights = AutoModelForSequenceClassification.from_pretrained(
-            weights_dir(model_dir), dtype=TORCH_DTYPES[plan.runs], local_files_only=True
+            weights_dir(model_dir), dtype=getattr(torch, TORCH_DTYPES[plan.runs]), local_files_only=True
         )
         self.tokenizer = tokenizer
         self.pad_id = pad_id
