@@ -227,6 +227,14 @@ _SETTINGS = (
         "Hayhooks' own CORS list: plain `hayhooks run` refuses to start while it allows every origin.",
     ),
     Setting("HAYHOOKS_CORS_ALLOW_ORIGIN_REGEX", None, "serving", "Hayhooks' own CORS pattern: refused when set."),
+    Setting(
+        "HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS",
+        None,
+        "serving",
+        "Hayhooks' own: `true` copies the span of every component run into the buffer of its `/traces` routes. "
+        "`adaptive-retrieval serve` leaves it off unless set (each span's tags JSON-encoded, 15 spans a query); the "
+        "answers carry per-component timings (`timings_ms`) either way.",
+    ),
     # -- limits ---------------------------------------------------------------------------------------------
     Setting("ADAPTIVE_MAX_UPLOAD_MB", "50", "limits", "Largest uploaded file, in MB (413 above)."),
     Setting("ADAPTIVE_MAX_REQUEST_MB", "100", "limits", "Largest upload request, in MB."),

@@ -55,6 +55,9 @@ from adaptive_retrieval.pipelines.drawing import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: Hayhooks' own setting: copy every component run's span into the buffer of ``/traces`` (off here unless set).
+TRACE_SPANS_ENV = "HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS"
 PIPELINES_DIR = Path(__file__).resolve().parent
 #: Environment variable: 1 logs one line per HTTP request (see access_log_on).
 ACCESS_LOG_ENV = "ADAPTIVE_ACCESS_LOG"
@@ -222,6 +225,11 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     settings.durable_mode = not policy.allow_deploy
     # uvicorn's per-request log (through Hayhooks' loguru) only when asked for: see access_log_on.
     logging.getLogger("uvicorn.access").disabled = not access_log_on()
+    # Hayhooks copies every Haystack span (one per component run, its tags JSON-encoded) into the buffer of its
+    # /traces routes: ~6 % of a served query's CPU (scripts/README.md, "Where the server's CPU goes"). Off unless
+    # asked for; every answer carries its per-component timings_ms anyway.
+    if not app_settings.is_set(TRACE_SPANS_ENV):
+        settings.tracing_include_haystack_spans = False
     if policy.allow_deploy:
         logger.warning(
             "$ADAPTIVE_DEV_ALLOW_DEPLOY is set: /deploy_files, /deploy-yaml and /undeploy are served, and anyone "

@@ -81,7 +81,8 @@ def build_query_pipeline(
     for channel in channels:
         p.add_component(channel, CHANNELS[channel].build({"document_store": store, "graph_store": graph_store}))
     p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))
-    p.add_component("mmr", MMRSelector())
+    # The channels hand their documents on without vectors: MMR reads its candidates' vectors from the store by id.
+    p.add_component("mmr", MMRSelector(document_store=store))
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
     p.add_component("structural_first", StructuralFirst())
     # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
@@ -102,7 +103,7 @@ def build_query_pipeline(
     p.connect("router.rerank", "ranker.rerank")
     # The section a query names ("Section 3.2", "the last chapter") leads the final list, whatever the reranker did.
     p.connect("ranker.documents", "structural_first.documents")
-    p.connect("section.documents", "structural_first.structural")
+    p.connect("section.structural_hits", "structural_first.structural")
     p.connect("structural_first.documents", "gate.documents")
     p.connect("query_embedder.vector", "gate.query_embedding")
     p.connect("joiner.fusion", "gate.fusion")
@@ -122,6 +123,17 @@ def build_query_pipeline(
     p.connect("query_embedder.vector", "answer.query_embedding")
     connect_query_entry(p)
     return p
+
+
+def without_answer(pipeline: Pipeline) -> Pipeline:
+    """``pipeline`` (changed in place) without its ``LeanAnswer`` components: for a caller that reads the result
+    through :func:`run_query`, which takes the gate's documents and renders them (vectors only on request,
+    ``QueryResponse``), as ``adaptive-retrieval serve`` does. The answer component is where a YAML-only deployment
+    (``hayhooks pipeline deploy-yaml``) ends; here it would only copy the final list once more per query."""
+    for name, instance in list(pipeline.walk()):
+        if isinstance(instance, LeanAnswer):
+            pipeline.remove_component(name)
+    return pipeline
 
 
 def connect_channels(pipeline: Pipeline, channels: list[str], router: str = "router", joiner: str = "joiner") -> None:

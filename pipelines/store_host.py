@@ -86,8 +86,6 @@ class StoreHost:
             count = store.write_count
             # None while a write runs: the worker then keeps nothing of this answer.
             generation = None if count is None else (self.token, count)
-            if method == "dense_vectors":
-                return "ok", dense_vectors(store, *args), generation
             return "ok", getattr(store, method)(*args, **kwargs), generation
         except Exception as err:  # every failure goes back to the caller, as the embedded store raises it
             return "error", err, None
@@ -98,12 +96,6 @@ class StoreHost:
             for store in self._stores.values():
                 store.close()
             self._stores.clear()
-
-
-def dense_vectors(store: EdgeDocumentStore, ids: list[str]) -> dict[str, list[float] | None]:
-    """The dense vector of each of ``ids`` that the store holds (``None``: stored without one), checked as a search
-    checks the vectors it returns (``fetch_documents`` raises :class:`StoreDamagedError` for a damaged one)."""
-    return {d.id: d.embedding for d in store.fetch_documents(ids)}
 
 
 class _Connection(socketserver.BaseRequestHandler):

@@ -202,6 +202,9 @@ def worker_main(argv: list[str] | None = None) -> int:
     die_with_parent()
     index, count = settings.whole(WORKER_INDEX_ENV), settings.whole(WORKER_COUNT_ENV, minimum=1)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker-{index} %(levelname)s %(name)s: %(message)s")
+    # Haystack logs "Running component ..." at INFO for every component of every query (15 lines a request, ~3 % of
+    # the server's CPU): from there the worker's log keeps warnings, as the one-process server's log does.
+    logging.getLogger("haystack.core.pipeline.pipeline").setLevel(logging.WARNING)
     import uvicorn
 
     from adaptive_retrieval.pipelines.app import access_log_on

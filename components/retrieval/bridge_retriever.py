@@ -27,21 +27,25 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.text.names import query_names
 
 
-def first_hits(lists: list[list[Document]], n: int, k: int = 60) -> list[Document]:
-    """The ``n`` best distinct documents of ``lists`` fused by reciprocal rank (constant ``k``)."""
+def first_hits(lists: list[Sequence[Any]], n: int, k: int = 60) -> list[Any]:
+    """The ``n`` best distinct items of ``lists`` (documents, or another channel's
+    :class:`~adaptive_retrieval.components.retrieval.ranked_hits.Hit`: anything with an ``id``) fused by reciprocal
+    rank (constant ``k``)."""
     scores: dict[str, float] = {}
-    docs: dict[str, Document] = {}
+    docs: dict[str, Any] = {}
     for ranked in lists:
         for rank, doc in enumerate(ranked):
             scores[doc.id] = scores.get(doc.id, 0.0) + 1.0 / (k + rank + 1)
@@ -124,8 +128,8 @@ class BridgeRetriever:
     def run(
         self,
         query: str,
-        nearest: list[Document] | None = None,
-        lexical: list[Document] | None = None,
+        nearest: HitsInput = None,
+        lexical: HitsInput = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
     ) -> dict[str, Any]:
@@ -157,7 +161,7 @@ class BridgeRetriever:
             lists = []
             for names, sparse in expansions:
                 found = self._search.search_sparse(
-                    sparse, top_k=self.hop_k, filters=self.filters, return_embedding=True
+                    sparse, top_k=self.hop_k, filters=self.filters, return_embedding=False
                 )
                 for doc in found:
                     doc.meta.setdefault("bridge_names", names)

@@ -1,6 +1,6 @@
 """What every retrieval channel shares: the skip rule for per-query channel weights, failing softly (the reason
-sent on as data), and
-documents that are cheap to pass down the pipeline. The contract a channel component follows, and the registry of
+sent on as data), and documents that are cheap to pass down the pipeline: without their vectors (MMR reads the
+vectors of its candidates from the store by id). The contract a channel component follows, and the registry of
 channels, are in :mod:`adaptive_retrieval.components.retrieval.channels`."""
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ def channel_enabled(channel: str, weights: dict[str, float] | None) -> bool:
 class SharedEmbeddingDocument(Document):
     """A ``Document`` whose deep copy shares its (read-only) embedding list.
 
-    Haystack deep-copies every component input, and a channel's documents go on through the joiner, MMR, the
-    reranker and the gate: copying 384 floats per document at each hop cost 22 ms per 150 documents (1.6 ms
-    with the vector shared). Nothing downstream changes an embedding in place; everything else is copied.
+    Haystack deep-copies every component input. A channel's documents travel without their vectors; the few that
+    MMR selects go on with theirs through the reranker and the gate: copying 384 floats per document at each hop
+    cost 22 ms per 150 documents (1.6 ms with the vector shared). Nothing downstream changes an embedding in
+    place; everything else is copied.
     """
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SharedEmbeddingDocument:
@@ -42,15 +43,20 @@ class SharedEmbeddingDocument(Document):
 _SHARED_FIELDS = frozenset({"embedding"})
 
 
-def channel_documents(documents: list[Document]) -> list[Document]:
-    """A channel's output as it travels on: no sparse vector (nothing downstream reads it) and a shared dense
-    embedding (see :class:`SharedEmbeddingDocument`). The store's documents are fresh objects, so their fields
-    move over as they are."""
+def channel_documents(documents: list[Document], dense: bool = False) -> list[Document]:
+    """A channel's output as it travels on: no sparse vector (nothing downstream reads it) and no dense one
+    (MMR reads its candidates' vectors from the store by id,
+    :meth:`~adaptive_retrieval.components.stores.vector_search.VectorSearch.dense_vectors`; a channel hands a few
+    hundred documents per query to the joiner and to the channels that read its list). ``dense=True`` keeps the
+    dense vector, shared on a copy (see :class:`SharedEmbeddingDocument`). The store's documents are fresh
+    objects, so their fields move over as they are."""
     out = []
     for document in documents:
         shared = object.__new__(SharedEmbeddingDocument)
         # Filled directly, as a deep copy is: no __init__ or mutation warning per field.
         shared.__dict__.update(document.__dict__, sparse_embedding=None)
+        if not dense:
+            shared.__dict__["embedding"] = None
         out.append(shared)
     return out
 

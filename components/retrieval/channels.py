@@ -16,7 +16,12 @@ sockets and the tests that check every channel against :class:`RetrievalChannel`
 - it returns ``documents: list[Document] | None``: ``[]`` when the router gave it no weight
   (:func:`~adaptive_retrieval.components.retrieval.channel.channel_enabled`) and ``None`` when its store failed,
   which the joiner skips, with ``failure: str | None`` saying why
-  (:func:`~adaptive_retrieval.components.retrieval.channel.search_or_failure`), which the joiner reports.
+  (:func:`~adaptive_retrieval.components.retrieval.channel.search_or_failure`), which the joiner reports. The
+  documents travel without their vectors (MMR reads them from the store by id);
+- a channel whose list other channels read (``reads`` in ``channel_names``) also returns that list as ``hits:
+  RankedHits`` (:mod:`~adaptive_retrieval.components.retrieval.ranked_hits`: ids and texts, one immutable value
+  that Haystack's copy of every input does not walk document by document), and the reading channel's socket for
+  it takes ``HitsInput`` (the hits, or documents from a Python caller).
 
 Usage::
 
@@ -46,11 +51,12 @@ from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetri
 from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
+from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput, RankedHits
 from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 
 # The query-side sources a channel may take (the values of ChannelSpec.inputs), besides another channel's
-# documents ("<channel>.documents"). The query pipeline maps each to the output that provides it.
+# hits ("<channel>.hits"). The query pipeline maps each to the output that provides it.
 #: The dense query vector (the query embedder's ``embedding``).
 QUERY_EMBEDDING = "query_embedding"
 #: The sparse (BM25) query vector (the sparse embedder's ``sparse_embedding``).
@@ -67,9 +73,13 @@ TEXT_INPUTS = ("query", "text")
 CHUNKS_ONLY = {"field": "meta.level", "operator": "==", "value": 0}
 
 
-def documents_of(channel: str) -> str:
-    """The source name of another channel's output list, for :attr:`ChannelSpec.inputs`."""
-    return f"{channel}.documents"
+#: The output a channel that other channels read sends its list on.
+HITS = "hits"
+
+
+def hits_of(channel: str) -> str:
+    """The source name of another channel's ranked list (its ``hits`` output), for :attr:`ChannelSpec.inputs`."""
+    return f"{channel}.{HITS}"
 
 
 @runtime_checkable
@@ -91,7 +101,7 @@ class ChannelSpec:
 
     :param component: the component class (follows :class:`RetrievalChannel`); its class attribute ``channel`` is
         the channel's :attr:`name`.
-    :param inputs: ``{run socket: source}``, the source one of :data:`SOURCES` or :func:`documents_of` another
+    :param inputs: ``{run socket: source}``, the source one of :data:`SOURCES` or :func:`hits_of` another
         channel (which must then be in the pipeline too).
     :param stores: the stores the component takes at init, by parameter name (``document_store``,
         ``graph_store``).
@@ -141,7 +151,7 @@ _SPECS = (
     ChannelSpec(SectionTreeRetriever, inputs={"query_embedding": QUERY_EMBEDDING, "structural": STRUCTURAL}),
     ChannelSpec(
         GraphLocalRetriever,
-        inputs={"query_embedding": QUERY_EMBEDDING, "nearest": documents_of("dense")},
+        inputs={"query_embedding": QUERY_EMBEDDING, "nearest": hits_of("dense")},
         stores=("graph_store", "document_store"),
     ),
     ChannelSpec(
@@ -154,14 +164,14 @@ _SPECS = (
         # graph_ppr restarts its walk at the dense and sparse channels' top hits (and the query's entities).
         inputs={
             "query_embedding": QUERY_EMBEDDING,
-            "nearest": documents_of("dense"),
-            "lexical": documents_of("sparse"),
+            "nearest": hits_of("dense"),
+            "lexical": hits_of("sparse"),
         },
         stores=("graph_store", "document_store"),
     ),
     ChannelSpec(
         BridgeRetriever,
-        inputs={"nearest": documents_of("dense"), "lexical": documents_of("sparse")},
+        inputs={"nearest": hits_of("dense"), "lexical": hits_of("sparse")},
         init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
     ),
 )
@@ -178,7 +188,7 @@ def _check_registry() -> None:
         msg = f"Channel components {names} do not match the channel names {list(CHANNEL_NAMES)} (channel_names.py)"
         raise RuntimeError(msg)
     for spec in _SPECS:
-        reads = tuple(s.removesuffix(".documents") for s in spec.inputs.values() if s.endswith(".documents"))
+        reads = tuple(s.removesuffix(f".{HITS}") for s in spec.inputs.values() if s.endswith(f".{HITS}"))
         if reads != CHANNEL_NAMES[spec.name].reads:
             said = CHANNEL_NAMES[spec.name].reads
             msg = f"Channel '{spec.name}' takes documents of {reads}; channel_names.py says it reads {said}"
@@ -225,6 +235,11 @@ def check_channel_sockets(
         problems.append("must output documents: list[Document] | None")
     if outputs.get("failure", {}).get("type") != str | None:
         problems.append("must output failure: str | None")
+    if any(name in c.reads for c in CHANNEL_NAMES.values()) and outputs.get(HITS, {}).get("type") != RankedHits:
+        problems.append(f"is read by other channels: must output {HITS}: RankedHits")
+    for socket, source in spec.inputs.items():
+        if source.endswith(f".{HITS}") and inputs.get(socket, {}).get("type") != HitsInput:
+            problems.append(f"input '{socket}' takes another channel's hits: its type must be HitsInput")
     if problems:
         msg = f"Channel '{name}' ({spec.component.__name__}) " + "; ".join(problems)
         raise TypeError(msg)

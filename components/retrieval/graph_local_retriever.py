@@ -41,6 +41,7 @@ from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
+from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
@@ -62,29 +63,34 @@ def blend_graph_ranking(
     top_k: int,
     annotate: Callable[[str, float], dict[str, Any]],
 ) -> list[Document]:
-    """A graph channel's final list: its graph-ranked chunk ids fetched from the store (with embeddings), the graph
-    score scaled to [0, 1] by the best and blended with the query–chunk cosine by ``similarity_weight``, the meta
-    ``annotate(chunk_id, graph_score)`` adds, best ``top_k`` first. Chunks gone from the store are left out."""
+    """A graph channel's final list: its graph-ranked chunk ids scored with their stored vectors (read by id, no
+    document made), the graph score scaled to [0, 1] by the best and blended with the query–chunk cosine by
+    ``similarity_weight``, the meta ``annotate(chunk_id, graph_score)`` adds, best ``top_k`` first; only those are
+    fetched as documents. Chunks gone from the store are left out."""
     if not ranked:
         return []
-    stored = chunks_with_dense_vectors(search, [c for c, _ in ranked])
+    vectors = search.dense_vectors([c for c, _ in ranked])
     best = ranked[0][1]
     q = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-    scored: list[tuple[float, str, float, Document]] = []
+    scored: list[tuple[float, str, float]] = []
     for chunk_id, graph_score in ranked:
-        doc = stored.get(chunk_id)
-        if doc is None:  # in the graph but no longer in the document store
+        if chunk_id not in vectors:  # in the graph but no longer in the document store
             continue
         score = graph_score / best
-        if similarity_weight > 0 and q is not None and doc.embedding is not None:
-            similarity = float(np.dot(q, np.asarray(doc.embedding, dtype=np.float32)))
+        vector = vectors[chunk_id]
+        if similarity_weight > 0 and q is not None and vector is not None:
+            similarity = float(np.dot(q, np.asarray(vector, dtype=np.float32)))
             score = (1 - similarity_weight) * score + similarity_weight * similarity
-        scored.append((score, doc.id, graph_score, doc))
+        scored.append((score, chunk_id, graph_score))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    # Only the kept chunks become new Documents (the pool is twice top_k or more).
+    # Only the kept chunks become Documents (the pool is twice top_k or more), without vectors: a channel's
+    # documents travel without them.
+    kept = scored[:top_k]
+    stored = {d.id: d for d in search.fetch_documents([c for _, c, _ in kept], dense=False)}
     return [
-        with_fields(doc, score=score, meta={**doc.meta, **annotate(doc.id, graph_score)})
-        for score, _, graph_score, doc in scored[:top_k]
+        with_fields(stored[c], score=score, meta={**stored[c].meta, **annotate(c, graph_score)})
+        for score, c, graph_score in kept
+        if c in stored
     ]
 
 
@@ -173,7 +179,7 @@ class GraphLocalRetriever:
         return link_exact(self.graph_store, query, total, self.max_ngram)
 
     def hit_seeds(
-        self, query_embedding: list[float], total: int, nearest: list[Document] | None = None
+        self, query_embedding: list[float], total: int, nearest: HitsInput = None
     ) -> tuple[dict[str, dict[str, float]], list[str]]:
         """Entities of the nearest chunks: ``{key: {hit_id: strength}}`` and the hit ids in rank order.
 
@@ -226,7 +232,7 @@ class GraphLocalRetriever:
     # -- run ------------------------------------------------------------------------------------------------
 
     def search(
-        self, query: str, query_embedding: list[float] | None, top_k: int, nearest: list[Document] | None = None
+        self, query: str, query_embedding: list[float] | None, top_k: int, nearest: HitsInput = None
     ) -> tuple[list[tuple[str, float]], dict[str, list[str]]]:
         """Graph-ranked chunk ids with scores, and for each chunk the seed entities that reached it."""
         total = self.graph_store.chunk_count()
@@ -258,7 +264,7 @@ class GraphLocalRetriever:
         return ranked, why
 
     def retrieve(
-        self, query: str, query_embedding: list[float] | None, top_k: int, nearest: list[Document] | None = None
+        self, query: str, query_embedding: list[float] | None, top_k: int, nearest: HitsInput = None
     ) -> list[Document]:
         """The channel's documents for one query (what :meth:`run` returns, without the failure handling)."""
         ranked, why = self.search(query, query_embedding, top_k, nearest)
@@ -283,7 +289,7 @@ class GraphLocalRetriever:
         query_embedding: QueryEmbedding | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-        nearest: list[Document] | None = None,
+        nearest: HitsInput = None,
     ) -> dict[str, Any]:
         """Chunks ranked by the graph (with embeddings); none when the router disabled this channel.
 

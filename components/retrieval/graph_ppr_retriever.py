@@ -50,6 +50,7 @@ from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
 from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
+from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import vector_search
@@ -217,7 +218,7 @@ class GraphPPRRetriever:
 
     # -- the walk -------------------------------------------------------------------------------------------
 
-    def hit_seeds(self, *ranked: list[Document] | None) -> dict[str, float]:
+    def hit_seeds(self, *ranked: HitsInput) -> dict[str, float]:
         """Restart mass of the top hits of each ranked list (a chunk in several lists adds up)."""
         seeds: dict[str, float] = {}
         for docs in ranked:
@@ -290,8 +291,8 @@ class GraphPPRRetriever:
         query: str,
         query_embedding: list[float] | None,
         top_k: int,
-        nearest: list[Document] | None = None,
-        lexical: list[Document] | None = None,
+        nearest: HitsInput = None,
+        lexical: HitsInput = None,
     ) -> list[Document]:
         """The channel's documents for one query (what :meth:`run` returns, without the failure handling)."""
         walk = self.walk(query, self.hit_seeds(nearest, lexical))
@@ -320,8 +321,8 @@ class GraphPPRRetriever:
         query_embedding: QueryEmbedding | None = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
-        nearest: list[Document] | None = None,
-        lexical: list[Document] | None = None,
+        nearest: HitsInput = None,
+        lexical: HitsInput = None,
     ) -> dict[str, Any]:
         """Chunks ranked by the walk (with embeddings); none when the router disabled this channel.
 

@@ -39,7 +39,7 @@ from haystack import Document, component, default_from_dict
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import channel_documents, channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.structural_match import (
     CONTENT_KINDS,
     OUTLINE_KINDS,
@@ -72,7 +72,7 @@ class SectionTreeRetriever:
     :class:`~adaptive_retrieval.components.indexing.section_tree_builder.SectionTreeBuilder`, as the adaptive channel
     ``section``.
 
-    Returns chunks (level 0) only, with their embeddings (MMR reuses them), each with
+    Returns chunks (level 0) only, without their vectors (as every channel), each with
     ``meta["section_tree"]`` = ``{"via": "structural" | "section" | "direct", "parent_id": ...}``; skips itself
     when the router gives it no weight.
 
@@ -173,7 +173,8 @@ class SectionTreeRetriever:
 
     def _tree_search(self, query: np.ndarray, query_embedding: list[float], top_k: int) -> tuple[dict, dict]:
         """``{chunk id: (score, document, via, parent id)}`` from the tree, and diagnostics."""
-        pool = self._search.search_dense(query_embedding, top_k=self.candidate_pool)
+        # The pool's own scores rank it: its vectors are not needed (those fetched below are scored from theirs).
+        pool = self._search.search_dense(query_embedding, top_k=self.candidate_pool, return_embedding=False)
         levels: dict[int, list[Document]] = {0: [], SECTION_LEVEL: [], DOCUMENT_LEVEL: []}
         for doc in pool:
             levels.setdefault(int(doc.meta.get("level", 0)), []).append(doc)
@@ -232,7 +233,9 @@ class SectionTreeRetriever:
         }
         return found, diagnostics
 
-    @component.output_types(documents=list[Document] | None, failure=str | None, tree=dict[str, Any])
+    @component.output_types(
+        documents=list[Document] | None, failure=str | None, tree=dict[str, Any], structural_hits=list[Document] | None
+    )
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -248,12 +251,14 @@ class SectionTreeRetriever:
         :param weights: the router's channel weights; a zero weight for ``section`` skips the search.
         :param structural: the router's structural reference, or ``None``.
         :param query: the query text: a structural reference is resolved in the documents it names.
-        :returns: ``documents`` (``None`` when the store failed: logged, and the joiner skips the channel) and
-            ``tree`` diagnostics.
+        :returns: ``documents`` (``None`` when the store failed: logged, and the joiner skips the channel),
+            ``tree`` diagnostics and ``structural_hits``: the documents of the list that the structural reference
+            found, with their dense vectors (usually none: the final list's ``StructuralFirst`` puts them first, and
+            reads only these rather than the whole list).
         :raises ValueError: when the query embedding's dimension differs from the collection's.
         """
         if not channel_enabled(self.channel, weights):
-            return {"documents": [], "tree": {"skipped": True}}
+            return {"documents": [], "tree": {"skipped": True}, "structural_hits": []}
         query_embedding = as_float_list(query_embedding)
         expected = getattr(self.document_store, "embedding_dim", len(query_embedding))
         if len(query_embedding) != expected:
@@ -265,6 +270,7 @@ class SectionTreeRetriever:
         vector = np.asarray(query_embedding, dtype=np.float32)
         vector /= max(float(np.linalg.norm(vector)), 1e-12)
         diagnostics: dict[str, Any] = {"structural": None}
+        leading: list[Document] = []  # the returned documents that the structural reference found
 
         def search() -> list[Document]:
             ranked: list[Document] = []
@@ -292,8 +298,11 @@ class SectionTreeRetriever:
                     score, doc, via, parent_id = found[cid]
                     tree = {"via": via, "parent_id": parent_id}
                     ranked.append(with_fields(doc, score=score, meta={**doc.meta, "section_tree": tree}))
+            leading.extend(d for d in ranked[:top_k] if d.meta["section_tree"]["via"] == "structural")
             return ranked[:top_k]
 
         found = search_or_failure(self.channel, search)
-        diagnostics["returned"] = None if found["documents"] is None else len(found["documents"])
-        return {**found, "tree": diagnostics}
+        failed = found["documents"] is None
+        diagnostics["returned"] = None if failed else len(found["documents"])
+        structural_hits = None if failed else channel_documents(leading, dense=True)
+        return {**found, "tree": diagnostics, "structural_hits": structural_hits}

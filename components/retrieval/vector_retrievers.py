@@ -23,6 +23,7 @@ from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.ranked_hits import RankedHits
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 
@@ -37,7 +38,7 @@ class _VectorChannel:
         document_store: Any,
         filters: dict[str, Any] | None = None,
         top_k: int = 20,
-        return_embedding: bool = True,
+        return_embedding: bool = False,
         score_threshold: float | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
     ) -> None:
@@ -64,7 +65,9 @@ class _VectorChannel:
         empty: bool = False,
     ) -> dict[str, Any]:
         """``documents``: ``[]`` when the router gave the channel no weight or the query is ``empty`` (nothing to
-        search for), ``None`` when the store failed, else the top ``top_k`` hits."""
+        search for), ``None`` when the store failed, else the top ``top_k`` hits; after a search, the same list as
+        ``hits`` (:class:`~adaptive_retrieval.components.retrieval.ranked_hits.RankedHits`, what the graph and
+        bridge channels read)."""
         if empty or not channel_enabled(self.channel, weights):
             return {"documents": []}
         effective = apply_filter_policy(self._filter_policy, self.filters, filters)
@@ -78,21 +81,27 @@ class _VectorChannel:
                 score_threshold=self.score_threshold,
             )
 
-        return search_or_failure(self.channel, run_search)
+        found = search_or_failure(self.channel, run_search)
+        if found["documents"] is not None:
+            found["hits"] = RankedHits.of(found["documents"])
+        return found
 
 
 @component
 class DenseRetriever(_VectorChannel):
-    """Vector search as the adaptive channel ``dense``; returns embeddings (MMR reuses them).
+    """Vector search as the adaptive channel ``dense``; its documents travel without their vectors, as every
+    channel's (MMR reads them from the store by id).
 
     :param document_store: an ``EdgeDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``.
     :param filters: Haystack filters applied to every search (``filter_policy`` says how run-time filters combine).
     :param top_k: hits per search (the router's ``fetch_k`` overrides it per query).
+    :param return_embedding: ask the store for the vectors too (the channel's output drops them all the same:
+        kept for YAML written before).
     """
 
     channel = "dense"
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None, hits=RankedHits)
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -111,7 +120,7 @@ class DenseRetriever(_VectorChannel):
 
 @component
 class SparseRetriever(_VectorChannel):
-    """Sparse (BM25 with IDF) search as the adaptive channel ``sparse``; returns dense embeddings for MMR.
+    """Sparse (BM25 with IDF) search as the adaptive channel ``sparse``; its documents travel without vectors.
 
     :param document_store: an ``EdgeDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``.
     :param filters: Haystack filters applied to every search.
@@ -120,7 +129,7 @@ class SparseRetriever(_VectorChannel):
 
     channel = "sparse"
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
+    @component.output_types(documents=list[Document] | None, failure=str | None, hits=RankedHits)
     def run(
         self,
         query_sparse_embedding: SparseEmbedding,

@@ -1,16 +1,18 @@
-"""MMR on the embeddings the documents already carry: no re-embedding, vectorised, λ per query."""
+"""MMR on the documents' stored embeddings: no re-embedding, vectorised, λ per query."""
 
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from haystack import Document, component
+from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
+from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -20,14 +22,16 @@ class MMRSelector:
     """Selects ``top_k`` documents by maximal marginal relevance over their stored embeddings.
 
     Haystack's ``SentenceTransformersDiversityRanker`` re-embeds every candidate on every call; this component
-    reuses ``Document.embedding`` (the Qdrant channels return it) and the query embedding computed once upstream.
+    reads each candidate's stored vector (``Document.embedding``, or, given the ``document_store``, the store's
+    vector of that id: the retrieval channels hand their documents on without vectors) and the query embedding
+    computed once upstream. The selected documents go on with their vectors (the quality gate reads them).
     Relevance is the cosine to the query (``relevance="query"``) or the upstream fused score rescaled to [0, 1]
     (``relevance="score"``, the default, which keeps keyword and graph evidence that cosine cannot see).
-    Documents without an embedding are kept but take no part in the diversity term.
+    Documents without a vector are kept but take no part in the diversity term.
 
     Usage::
 
-        selector = MMRSelector(top_k=10, lambda_threshold=0.7)
+        selector = MMRSelector(top_k=10, lambda_threshold=0.7, document_store=store)
         docs = selector.run(documents=fused, query_embedding=q, lambda_threshold=0.5)["documents"]
     """
 
@@ -37,6 +41,7 @@ class MMRSelector:
         lambda_threshold: float = 0.7,
         relevance: Literal["score", "query"] = "score",
         duplicate_threshold: float | None = 0.98,
+        document_store: Any | None = None,
     ) -> None:
         """
         :param top_k: documents to select.
@@ -46,6 +51,9 @@ class MMRSelector:
             paragraph indexed from two files; ``None`` keeps them. When set, candidates whose text equals (up to
             white space and case) that of a better-ranked candidate are dropped too: their vectors can sit below
             the threshold because the section path is embedded with the text.
+        :param document_store: the index the candidates come from (an ``EdgeDocumentStore``, a
+            ``RemoteDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``): the vectors of candidates that
+            carry none are read from it by id, in one call (``None``: only the documents' own vectors count).
         """
         if relevance not in ("score", "query"):
             msg = f"relevance must be 'score' or 'query', got {relevance!r}"
@@ -55,6 +63,27 @@ class MMRSelector:
         self.lambda_threshold = lambda_threshold
         self.relevance = relevance
         self.duplicate_threshold = duplicate_threshold
+        self.document_store = document_store
+        self._search: VectorSearch | None = vector_search(document_store) if document_store is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the store's own dictionary."""
+        return to_dict_with_stores(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MMRSelector:
+        """Deserialise, keeping the store's class (YAML written before the store was a parameter has none)."""
+        return default_from_dict(cls, store_from_init_parameters(data))
+
+    def stored_vectors(self, documents: list[Document]) -> dict[str, Any]:
+        """The vectors of ``documents``: each one's own, else the store's for its id (one call for all of them);
+        documents with neither are left out."""
+        own = {d.id: d.embedding for d in documents if d.embedding is not None}
+        wanted = [d.id for d in documents if d.id not in own]
+        if self._search is None or not wanted:
+            return own
+        fetched = self._search.dense_vectors(wanted)
+        return {**{i: v for i, v in fetched.items() if v is not None}, **own}
 
     @staticmethod
     def _check_lambda(value: float) -> None:
@@ -102,12 +131,13 @@ class MMRSelector:
             return {"documents": []}
         if self.duplicate_threshold is not None:
             documents = self._drop_same_text(documents)
-        dims = {len(d.embedding) for d in documents if d.embedding is not None}
+        vectors = self.stored_vectors(documents)
+        dims = {len(v) for v in vectors.values()}
         if len(dims) > 1:
             msg = f"Documents carry embeddings of different dimensions {sorted(dims)}"
             raise ValueError(msg)
         dim = dims.pop() if dims else (len(query_embedding) if query_embedding is not None else 1)
-        missing = sum(d.embedding is None for d in documents)
+        missing = len(documents) - len(vectors)
         if missing:
             logger.warning(
                 "%d of %d documents have no embedding; they do not count for diversity.",
@@ -116,8 +146,8 @@ class MMRSelector:
             )
         emb = np.zeros((len(documents), dim), dtype=np.float32)
         for i, d in enumerate(documents):
-            if d.embedding is not None:
-                emb[i] = d.embedding
+            if d.id in vectors:
+                emb[i] = vectors[d.id]
         norms = np.linalg.norm(emb, axis=1, keepdims=True)
         emb = np.divide(emb, norms, out=np.zeros_like(emb), where=norms > 0)
         query = None
@@ -129,5 +159,18 @@ class MMRSelector:
             query = query / max(float(np.linalg.norm(query)), 1e-12)
         relevance = self._relevance(documents, query, emb)
         picked = mmr_select(relevance, emb, k, lam, self.duplicate_threshold)
-        out = [with_fields(documents[i], meta={**documents[i].meta, "mmr_rank": r}) for r, i in enumerate(picked, 1)]
+        out = [
+            with_fields(
+                documents[i], meta={**documents[i].meta, "mmr_rank": r}, embedding=as_list(vectors, documents[i])
+            )
+            for r, i in enumerate(picked, 1)
+        ]
         return {"documents": out}
+
+
+def as_list(vectors: dict[str, Any], document: Document) -> list[float] | None:
+    """``document``'s vector as a ``Document`` holds it: its own list, or the store's row as a new list."""
+    if document.embedding is not None:
+        return document.embedding
+    vector = vectors.get(document.id)
+    return None if vector is None else vector.tolist()

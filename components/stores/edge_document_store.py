@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import qdrant_edge as qe
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.dataclasses import SparseEmbedding
@@ -70,7 +71,8 @@ from adaptive_retrieval.components.stores.edge_shards import (
     release_all_clients,
 )
 from adaptive_retrieval.components.stores.locations import qdrant_folder
-from adaptive_retrieval.components.stores.point_cache import KeptPoint
+from adaptive_retrieval.components.stores.point_cache import KeptPoint, PointCache
+from adaptive_retrieval.components.stores.vector_cache import vector_row
 
 logger = logging.getLogger(__name__)
 
@@ -359,15 +361,23 @@ class EdgeDocumentStore:
         if not ids:
             return []
         wanted = {point_id(i): i for i in dict.fromkeys(ids)}
-        opened = self._opened()
-        generation = opened.stable_generation()
-        if opened.points is not None and not sparse and generation is not None:
-            kept = self._kept_points(opened, generation, list(wanted))
-            if kept is not None:
-                return [opened.points.document(kept[p], None, dense) for p in wanted if p in kept]
+        kept = None if sparse else self._kept_by_id(list(wanted))
+        if kept is not None:
+            return [PointCache.document(kept[p], None, dense) for p in wanted if p in kept]
         documents = self._retrieve(wanted, sparse=sparse, dense=dense)
         self._check_vectors(documents)
         return documents
+
+    def dense_vectors(self, ids: list[str]) -> dict[str, np.ndarray | None]:
+        """The dense vector of each of ``ids`` the store holds (ids it does not hold are left out; ``None``: stored
+        without one), as a read-only array of the stored values (float32), checked as :meth:`fetch_documents`
+        checks them. No ``Document`` is made: the query pipeline's MMR reads the vectors of its candidates here,
+        by id, from this process's cache of the shard (:mod:`.point_cache`)."""
+        wanted = {point_id(i): i for i in dict.fromkeys(ids)}
+        kept = self._kept_by_id(list(wanted)) if wanted else None
+        if kept is not None:
+            return {wanted[p]: kept[p].vector for p in wanted if p in kept}
+        return {d.id: vector_row(d.embedding) for d in self.fetch_documents(list(wanted.values()))}
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """Documents by id with all their vectors (as ``QdrantDocumentStore.get_documents_by_id``), as stored: the
@@ -450,6 +460,14 @@ class EdgeDocumentStore:
         """:class:`StoreDamagedError` for vectors or scores read from the shard that cannot be right."""
         if problem := vector_problem(documents, normalised=self.similarity == "cosine"):
             raise vector_damage(self.shard_path, self.folder, problem)
+
+    def _kept_by_id(self, ids: list[Any]) -> dict[Any, KeptPoint] | None:
+        """:meth:`_kept_points` of ``ids`` (point ids) as of now; ``None`` without a cache or while a write runs."""
+        opened = self._opened()
+        generation = opened.stable_generation()
+        if opened.points is None or generation is None:
+            return None
+        return self._kept_points(opened, generation, ids)
 
     def _kept_points(self, opened: OpenShard, generation: int, ids: list[Any]) -> dict[Any, KeptPoint] | None:
         """The kept points of ``ids`` (point ids) as of ``generation``: those the cache holds, the others read

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
@@ -38,7 +39,7 @@ from adaptive_retrieval.components.stores.edge_shards import check_store_setting
 from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV, qdrant_folder
 from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.components.stores.store_wire import recv_message, send_message
-from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, shared_vector_cache
+from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, shared_vector_cache, vector_row
 from adaptive_retrieval.components.stores.vector_search import check_query_dimension
 
 logger = logging.getLogger(__name__)
@@ -208,6 +209,8 @@ class RemoteDocumentStore:
                 delay = min(delay * 2, 1.0)
         if status == "error":
             raise value
+        if self._vectors is not None:
+            self._vectors.observe(generation)
         return value, generation
 
     def _with_kept_vectors(self, method: str, without: dict, with_: dict, *args: Any, **kwargs: Any) -> list[Document]:
@@ -296,13 +299,36 @@ class RemoteDocumentStore:
             return self._with_kept_vectors("search_sparse", *_EMBEDDING, query_sparse_embedding, **options)
         return self._call("search_sparse", query_sparse_embedding, return_embedding=return_embedding, **options)
 
-    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
-        """Documents by id, in the order given (missing ids left out)."""
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> list[Document]:
+        """Documents by id, in the order given (missing ids left out), with the dense vector unless ``dense`` is
+        False and the sparse one if ``sparse``."""
         if not ids:
             return []
-        if not sparse and self._vectors is not None:
+        if dense and not sparse and self._vectors is not None:
             return self._with_kept_vectors("fetch_documents", {"dense": False}, {}, list(ids))
-        return self._call("fetch_documents", list(ids), sparse=sparse)
+        return self._call("fetch_documents", list(ids), sparse=sparse, **({} if dense else {"dense": False}))
+
+    def dense_vectors(self, ids: list[str]) -> dict[str, np.ndarray | None]:
+        """The dense vector of each of ``ids`` the host's store holds (as
+        :meth:`EdgeDocumentStore.dense_vectors`): those this worker keeps (:mod:`.vector_cache`, as of the latest
+        answer any store of this index had from the host) without a call, the others in one call. When that
+        answer shows a write since, every vector is asked for again (of one generation)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        if self._vectors is None:
+            return {i: vector_row(v) for i, v in self._call("dense_vectors", wanted).items()}
+        generation = self._vectors.generation
+        kept, missing = self._vectors.rows(generation, wanted) if generation is not None else ({}, wanted)
+        if not missing:
+            return kept
+        fetched, again = self._call_tagged("dense_vectors", missing)
+        if again is None or (again != generation and kept):  # a write ran, or ran since the kept ones were read
+            fetched, again = self._call_tagged("dense_vectors", wanted)
+            kept = {}
+        if again is None:
+            return {i: vector_row(v) for i, v in fetched.items()}
+        return {**kept, **self._vectors.keep_rows(again, fetched)}
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
         """Documents by id with all their vectors."""

@@ -76,15 +76,39 @@ class VectorCache:
         rows, missing = self._rows.lookup(generation, ids)
         return {i: None if row is None else row.tolist() for i, row in rows.items()}, missing
 
+    def rows(self, generation: Hashable, ids: list[str]) -> tuple[dict[str, np.ndarray | None], list[str]]:
+        """:meth:`lookup`, the vectors as the cache holds them (read-only arrays, no list made)."""
+        return self._rows.lookup(generation, ids)
+
+    def observe(self, generation: Hashable | None) -> None:
+        """An answer of ``generation`` came from the host: a cache of another generation empties (``None``, an
+        answer while a write ran, changes nothing). So the kept vectors are always those of the latest answer."""
+        if generation is not None and generation != self._rows.generation:
+            self._rows.lookup(generation, ())
+
     def keep(self, generation: Hashable, vectors: Mapping[str, Any]) -> dict[str, list[float] | None]:
-        """Keep ``vectors`` (id → list of floats or ``None``) fetched in ``generation``; returns them as lists for
-        the documents at hand. Vectors of another generation than the cache's current one are not kept."""
-        self._rows.keep(generation, {i: None if v is None else float32_row(v) for i, v in vectors.items()})
-        return {i: None if v is None else list(v) for i, v in vectors.items()}
+        """Keep ``vectors`` (id → floats or ``None``) fetched in ``generation``; returns them as lists for the
+        documents at hand. Vectors of another generation than the cache's current one are not kept."""
+        rows = self.keep_rows(generation, vectors)
+        return {i: None if row is None else row.tolist() for i, row in rows.items()}
+
+    def keep_rows(self, generation: Hashable, vectors: Mapping[str, Any]) -> dict[str, np.ndarray | None]:
+        """:meth:`keep`, returning the vectors as the cache holds them (read-only arrays)."""
+        rows = {i: vector_row(v) for i, v in vectors.items()}
+        self._rows.keep(generation, rows)
+        return rows
 
 
 def float32_row(vector: Any) -> np.ndarray:
-    """``vector`` as float32 when that holds it exactly (Qdrant Edge's storage type), else as float64."""
-    exact = np.asarray(vector, dtype=np.float64)
+    """``vector`` as float32 when that holds it exactly (Qdrant Edge's storage type), else as float64; read-only
+    (a cache hands the same array to every reader)."""
+    exact = np.array(vector, dtype=np.float64)  # a copy: the caller's array is never made read-only
     single = exact.astype(np.float32)
-    return single if np.array_equal(single, exact) else exact
+    row = single if np.array_equal(single, exact) else exact
+    row.flags.writeable = False
+    return row
+
+
+def vector_row(vector: Any) -> np.ndarray | None:
+    """A document's dense vector (a list of floats, or ``None``) as :func:`float32_row` holds it."""
+    return None if vector is None else float32_row(vector)

@@ -10,14 +10,19 @@ Usage::
     search = vector_search(store)
     hits = search.search_dense(vector, top_k=20, filters={"field": "meta.level", "operator": "==", "value": 0})
     chunks = search.fetch_documents(["chunk-id-1", "chunk-id-2"])
+    vectors = search.dense_vectors(["chunk-id-1", "chunk-id-2"])   # {id: float32 array}, no Document made
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
+
+from adaptive_retrieval.components.document_copy import with_fields
+from adaptive_retrieval.components.stores.vector_cache import vector_row
 
 
 def check_query_dimension(query_embedding: Any, dimension: int, where: str) -> None:
@@ -63,8 +68,15 @@ class VectorSearch(Protocol):
         """The ``top_k`` documents by sparse score that match ``filters``, best first."""
         ...
 
-    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
-        """Documents by id in the order given (missing ones left out), with their dense vector."""
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> list[Document]:
+        """Documents by id in the order given (missing ones left out), with their dense vector unless ``dense`` is
+        False."""
+        ...
+
+    def dense_vectors(self, ids: list[str]) -> dict[str, np.ndarray | None]:
+        """The dense vector of each id the store holds (missing ones left out; ``None``: stored without one), as a
+        read-only array of the stored values: what the query pipeline's MMR reads, by id, for the channels'
+        documents, which travel without their vectors."""
         ...
 
 
@@ -115,10 +127,16 @@ class QdrantServerSearch:
         found = retriever.run(query_sparse_embedding=query_sparse_embedding, filters=filters, top_k=top_k)
         return _above(found["documents"], score_threshold)
 
-    def fetch_documents(self, ids: list[str], *, sparse: bool = False) -> list[Document]:
-        """Documents by id (``get_documents_by_id``), in the order given."""
+    def fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> list[Document]:
+        """Documents by id (``get_documents_by_id``), in the order given (without the dense vector unless
+        ``dense``)."""
         found = {d.id: d for d in self.store.get_documents_by_id(list(dict.fromkeys(ids)))} if ids else {}
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
+        documents = [found[i] for i in dict.fromkeys(ids) if i in found]
+        return documents if dense else [with_fields(d, embedding=None) for d in documents]
+
+    def dense_vectors(self, ids: list[str]) -> dict[str, np.ndarray | None]:
+        """The dense vectors of ``ids`` (:meth:`fetch_documents`'s)."""
+        return {d.id: vector_row(d.embedding) for d in self.fetch_documents(ids)}
 
 
 def _above(documents: list[Document], threshold: float | None) -> list[Document]:

@@ -24,7 +24,7 @@ from hayhooks import BasePipelineWrapper
 from starlette.datastructures import Headers
 
 from adaptive_retrieval.pipelines.query_admission import query_slot
-from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query
+from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query, without_answer
 from adaptive_retrieval.pipelines.security import guard_request
 from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
 from adaptive_retrieval.pipelines.validation import IncludeEmbeddings, QueryText, TopK, check_top_k
@@ -37,8 +37,9 @@ class PipelineWrapper(BasePipelineWrapper):
     store is the process-wide shared one, so the indexing wrapper's writes are visible at once."""
 
     def setup(self) -> None:
-        """Load ``yaml/query.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and load the models."""
-        self.pipeline = load_served_pipeline("query")
+        """Load ``yaml/query.yaml`` (store from ``$QDRANT_URL``/``$ADAPTIVE_QDRANT_PATH``) and load the models; the
+        answers are rendered here (``QueryResponse``), so the YAML's answer component is left out."""
+        self.pipeline = without_answer(load_served_pipeline("query"))
 
     def _retrieve(self, query: str, top_k: int | None = None, include_embeddings: bool = False) -> QueryResponse:
         try:

@@ -38,7 +38,7 @@ def test_the_retrieval_registry_agrees_with_the_names() -> None:
 
     assert list(CHANNELS) == list(CHANNEL_NAMES)
     for name, spec in CHANNELS.items():
-        reads = tuple(s.removesuffix(".documents") for s in spec.inputs.values() if s.endswith(".documents"))
+        reads = tuple(s.removesuffix(".hits") for s in spec.inputs.values() if s.endswith(".hits"))
         assert reads == CHANNEL_NAMES[name].reads
         assert (spec.default_weight, spec.opt_in) == (CHANNEL_NAMES[name].default_weight, CHANNEL_NAMES[name].opt_in)
 

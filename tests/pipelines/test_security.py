@@ -124,6 +124,28 @@ def test_dev_flag_brings_deploy_routes_back_with_a_warning(
     create_app(empty)  # leave Hayhooks' process-wide settings read-only for the next app
 
 
+def test_component_spans_go_to_hayhooks_traces_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hayhooks.settings import settings
+
+    from adaptive_retrieval.pipelines.app import TRACE_SPANS_ENV, create_app
+
+    empty = tmp_path / "no-pipelines"
+    empty.mkdir()
+    monkeypatch.setenv("ADAPTIVE_QDRANT_PATH", str(tmp_path / "qdrant"))
+    monkeypatch.delenv(TRACE_SPANS_ENV, raising=False)
+    before = settings.tracing_include_haystack_spans
+    try:
+        settings.tracing_include_haystack_spans = True  # Hayhooks' default
+        create_app(empty)
+        assert settings.tracing_include_haystack_spans is False  # a span copied per component run: off by default
+        monkeypatch.setenv(TRACE_SPANS_ENV, "true")
+        settings.tracing_include_haystack_spans = True  # what Hayhooks reads from that variable at import
+        create_app(empty)
+        assert settings.tracing_include_haystack_spans is True  # the user's own setting is kept
+    finally:
+        settings.tracing_include_haystack_spans = before
+
+
 def test_server_errors_carry_no_paths() -> None:
     from adaptive_retrieval.pipelines.app import free_port, running_server
 

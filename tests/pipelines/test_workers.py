@@ -91,6 +91,10 @@ def test_an_upload_through_one_worker_is_searchable_from_both(served: dict[str, 
     result = _upload(url, "quetzal")
     assert result["chunks_written"] >= 1
     assert _found_by(url, "quetzal", "quetzal.md") == {"0": "quetzal.md", "1": "quetzal.md"}
+    # The workers' log says what they do, not each component of each query (Haystack logs that at INFO).
+    lines = (served["folder"] / "serve.log").read_text().splitlines()
+    assert any(" worker-" in line for line in lines)
+    assert not [line for line in lines if " worker-" in line and "Running component" in line]
     # The store host owns the index, as a single server does: the owner file names it, and it is not `serve`.
     owner = json.loads((served["folder"] / "qdrant.server.json").read_text())
     assert owner["url"] == url and owner["pid"] != served["process"].pid

@@ -90,3 +90,29 @@ def test_small_aliases_and_moderate_nesting_pass_the_guard() -> None:
 @pytest.mark.parametrize("name", ["query", "indexing"])
 def test_the_shipped_pipelines_are_well_inside_the_bounds(name: str) -> None:
     _refuse_alias_bombs((YAML_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
+
+
+def test_a_query_yaml_saved_before_the_lean_documents_answers_as_it_did(tmp_path: Path) -> None:
+    """Before issue 44 MMR read the vectors its documents carried and StructuralFirst the section channel's list:
+    such a YAML loads with MMR given the channels' store and StructuralFirst the section's structural hits."""
+    from haystack.marshal import YamlMarshaller
+
+    from adaptive_retrieval.pipelines.yaml_upgrade import upgrade_lean_documents
+
+    data = YamlMarshaller().unmarshal((YAML_DIR / "query.yaml").read_text(encoding="utf-8"))
+    old = YamlMarshaller().unmarshal((YAML_DIR / "query.yaml").read_text(encoding="utf-8"))
+    del old["components"]["mmr"]["init_parameters"]["document_store"]
+    for connection in old["connections"]:
+        if connection["sender"] in ("section.structural_hits", "dense.hits", "sparse.hits"):
+            connection["sender"] = connection["sender"].rsplit(".", 1)[0] + ".documents"
+    upgraded = upgrade_lean_documents(YamlMarshaller().unmarshal(YamlMarshaller().marshal(old)))
+    mmr_store = upgraded["components"]["mmr"]["init_parameters"]["document_store"]
+    assert mmr_store == data["components"]["dense"]["init_parameters"]["document_store"]
+    assert {"sender": "section.structural_hits", "receiver": "structural_first.structural"} in upgraded["connections"]
+    assert upgrade_lean_documents(YamlMarshaller().unmarshal(YamlMarshaller().marshal(data))) == data  # as written
+    # Loaded the way the package loads YAML (its store moved with the others by a path override).
+    pipeline = loads_pipeline(YamlMarshaller().marshal(old), path=str(tmp_path / "qdrant"))
+    mmr = pipeline.get_component("mmr")
+    assert mmr.document_store is not None and str(mmr.document_store.path) == str(tmp_path / "qdrant")
+    edges = {(s, d["from_socket"].name, r) for s, r, d in pipeline.graph.edges(data=True)}
+    assert ("section", "structural_hits", "structural_first") in edges and ("dense", "documents", "bridge") in edges

@@ -14,6 +14,7 @@ from passages import PassageWriter
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever, bridge_names, first_hits
+from adaptive_retrieval.components.retrieval.ranked_hits import RankedHits
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.store_config import make_store
@@ -71,7 +72,11 @@ def test_the_name_a_hit_writes_finds_the_next_passage(index: Index) -> None:
     # Found only through the album's page, which names the band; the other hits' expansions fill the rest.
     assert "Danko Jones" in titles, titles
     band = docs[titles.index("Danko Jones")]
-    assert "Danko Jones" in band.meta["bridge_names"] and band.embedding is not None  # MMR needs the vector
+    # Without its vector, as every channel's document: MMR reads the vectors of its candidates from the store.
+    assert "Danko Jones" in band.meta["bridge_names"] and band.embedding is None
+    # What the pipeline hands it: the dense and sparse channels' hits (ids and texts) find the same.
+    hits = bridge.run(query=QUERY, nearest=RankedHits.of(nearest), lexical=RankedHits.of(lexical))["documents"]
+    assert [(d.id, d.score, d.meta) for d in hits] == [(d.id, d.score, d.meta) for d in docs]
 
 
 def test_skips_at_zero_weight_and_without_new_names(index: Index) -> None:

@@ -55,7 +55,7 @@ def test_every_registered_channel_follows_the_channel_contract(pipelines: dict[s
         instance = pipeline.get_component(name)
         check_channel_sockets(name, instance, inputs[name], outputs[name])
         assert type(instance).channel == name and isinstance(instance, spec.component)
-        assert all(s in SOURCES or s.removesuffix(".documents") in CHANNELS for s in spec.inputs.values())
+        assert all(s in SOURCES or s.removesuffix(".hits") in CHANNELS for s in spec.inputs.values())
         # Zero weight: the channel does not search and sends an empty list (None would mean "failed").
         given = {
             "query_embedding": [0.1] * 384,
@@ -83,6 +83,30 @@ def test_a_component_that_breaks_the_contract_is_named() -> None:
         check_channel_sockets("dense", pipeline.get_component("dense"), inputs, outputs)
     for part in ("registered as DenseRetriever", "no input 'weights'", "no input 'top_k'", "['other']", "documents"):
         assert part in str(err.value)
+    assert "must output hits: RankedHits" in str(err.value)  # graph_local and bridge read dense's hits
+
+
+def test_a_channel_reading_another_channels_hits_takes_them_as_hits_input() -> None:
+    @component
+    class ListNearest:
+        channel = "graph_local"
+
+        @component.output_types(documents=list[Document] | None, failure=str | None)
+        def run(
+            self,
+            query_embedding: list[float],
+            nearest: list[Document],
+            weights: dict[str, float] | None = None,
+            top_k: int | None = None,
+        ) -> dict[str, Any]:
+            return {"documents": []}
+
+    pipeline = Pipeline()
+    pipeline.add_component("graph_local", ListNearest())
+    inputs = pipeline.inputs(include_components_with_connected_inputs=True)["graph_local"]
+    outputs = pipeline.outputs(include_components_with_connected_outputs=True)["graph_local"]
+    with pytest.raises(TypeError, match="input 'nearest' takes another channel's hits: its type must be HitsInput"):
+        check_channel_sockets("graph_local", pipeline.get_component("graph_local"), inputs, outputs)
 
 
 @pytest.mark.parametrize("kind", ["default", "ppr"])

@@ -101,7 +101,7 @@ def test_graph_local_finds_a_bridge_passage_that_shares_no_word_with_the_query(i
     assert "Maximum Overdrive" in titles(found)  # with the first hop (the town page) and its county
     hop = found[titles(found).index("Maximum Overdrive")]
     assert "maximum overdrive" in hop.meta["graph_entities"]  # reached through the entity the town page names
-    assert hop.embedding is not None and len(hop.embedding) == 384  # MMR downstream reuses it
+    assert hop.embedding is None  # scored with its vector, handed on without it (MMR reads it from the store)
 
     # Seeded by the query's entity alone (no vector), the hop still happens: Leland → its page → the film.
     by_name = retriever.run(query=BRIDGE_QUERY)["documents"]
@@ -114,12 +114,17 @@ def test_graph_local_reuses_the_dense_channels_hits_for_its_seeds(index: Index) 
     vector = index.vector(BRIDGE_QUERY)
     own = GraphLocalRetriever(graph_store=index.graph, document_store=index.store, top_k=3)
     expected = own.run(query=BRIDGE_QUERY, query_embedding=vector)["documents"]
-    dense = DenseRetriever(document_store=index.store, top_k=20).run(query_embedding=vector)["documents"]
+    found = DenseRetriever(document_store=index.store, top_k=20).run(query_embedding=vector)
+    dense, hits = found["documents"], found["hits"]
+    assert [h.id for h in hits] == [d.id for d in dense]  # the dense channel's list as its hits
 
     spy = CountingStore(index.store)  # a counting spy around the real store
     reused = GraphLocalRetriever(graph_store=index.graph, document_store=spy, top_k=3)
-    got = reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=dense)["documents"]
+    got = reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=hits)["documents"]
     assert spy.dense_searches == 0 and [d.id for d in got] == [d.id for d in expected]
+    assert [d.id for d in reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=dense)["documents"]] == [
+        d.id for d in expected
+    ]  # the documents themselves, from a Python caller, read the same
     reused.run(query=BRIDGE_QUERY, query_embedding=vector, nearest=[])  # dense off: it searches itself
     assert spy.dense_searches == 1
 
@@ -139,6 +144,9 @@ class CountingStore:
 
     def fetch_documents(self, *args: Any, **kwargs: Any) -> list[Document]:
         return self.store.fetch_documents(*args, **kwargs)
+
+    def dense_vectors(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.store.dense_vectors(*args, **kwargs)
 
 
 def test_graph_local_skips_when_the_router_gives_it_no_weight(index: Index) -> None:
@@ -198,7 +206,7 @@ def test_communities_and_the_global_channel(index: Index) -> None:
     query = index.vector("What were the main discoveries in physics about radioactivity?")
     found = retriever.run(query_embedding=query, top_k=4)["documents"]
     assert found and set(titles(found)) <= {"Marie Curie", "Pierre Curie", "Henri Becquerel", "Radium Institute"}
-    assert found[0].meta["community"]["id"] == home["marie curie"] and found[0].embedding is not None
+    assert found[0].meta["community"]["id"] == home["marie curie"] and found[0].embedding is None  # handed on lean
     assert retriever.run(query_embedding=query, weights={"graph_global": 0.0})["documents"] == []
     with pytest.raises(ValueError, match="dimension"):
         retriever.run(query_embedding=[0.1] * 8)

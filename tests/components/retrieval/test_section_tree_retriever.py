@@ -169,7 +169,8 @@ def test_expansion_is_bounded(indexed: EdgeDocumentStore) -> None:
     out = retriever.run(query_embedding=query)
     docs = out["documents"]
     assert 0 < len(docs) <= 6
-    assert all(d.meta["level"] == 0 and d.embedding is not None for d in docs)
+    assert all(d.meta["level"] == 0 and d.embedding is None for d in docs)  # handed on without vectors
+    assert out["structural_hits"] == []  # no structural reference
     via = [d.meta["section_tree"]["via"] for d in docs]
     parents = [d.meta["section_tree"]["parent_id"] for d in docs if d.meta["section_tree"]["via"] == "section"]
     assert len(out["tree"]["sections"]) <= 2 and len(parents) == len(set(parents)) <= 2
@@ -196,8 +197,13 @@ def test_structural_filter_hit_and_fallback(indexed: EdgeDocumentStore) -> None:
     assert out["tree"]["structural"]["matched"] == 1 and not out["tree"]["structural"]["fallback"]
     assert len(hits) == 4 and out["documents"][:4] == hits  # the section's four chunks come first
     assert all(d.meta["section_path"][-1] == "Resolution of names" for d in hits)
+    # The same four on their own output, with their vectors (what StructuralFirst puts first and the gate reads).
+    lead = out["structural_hits"]
+    assert [(d.id, d.score, d.meta) for d in lead] == [(d.id, d.score, d.meta) for d in hits]
+    assert all(d.embedding is not None and len(d.embedding) == 384 for d in lead)
 
     missing = retriever.run(query_embedding=query, structural={"kind": "section", "ref": "9.9"})
+    assert missing["structural_hits"] == []
     assert missing["tree"]["structural"] == {"matched": 0, "chunks": 0, "fallback": True}
     assert missing["documents"] and all(d.meta["section_tree"]["via"] != "structural" for d in missing["documents"])
     assert missing["documents"][0].meta["source"].endswith("execmodel.txt")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -88,3 +89,54 @@ def test_empty_input_and_missing_embeddings() -> None:
     assert MMRSelector().run(documents=[])["documents"] == []
     docs = [Document(id="x", content="x", score=1.0), Document(id="y", content="y", score=0.5)]
     assert [d.id for d in MMRSelector(top_k=2).run(documents=docs)["documents"]] == ["x", "y"]
+
+
+class TestMMRSelectorWithAStore:
+    """The channels hand documents on without vectors: given the store, MMR reads them by id (a real Qdrant Edge
+    store) and selects what it selects with the vectors on the documents."""
+
+    @pytest.fixture
+    def store(self, tmp_path):
+        from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
+
+        rng = np.random.default_rng(3)
+        vectors = rng.normal(size=(30, 8))
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        docs = [
+            Document(id=f"d{i}", content=f"passage {i}", embedding=v.tolist(), score=float(rng.random()))
+            for i, v in enumerate(vectors)
+        ]
+        store = EdgeDocumentStore(path=str(tmp_path / "qdrant"), embedding_dim=8)
+        store.write_documents(docs)
+        yield store, store.fetch_documents([d.id for d in docs])  # as stored (float32 values)
+        store.close()
+        release_all_clients()
+
+    def test_vectors_by_id_select_as_the_documents_own(self, store) -> None:
+        store, stored = store
+        scored = [
+            Document(id=d.id, content=d.content, embedding=d.embedding, score=0.01 * i) for i, d in enumerate(stored)
+        ]
+        lean = [Document(id=d.id, content=d.content, score=d.score) for d in scored]
+        query = stored[4].embedding
+        for lam in (0.3, 0.7, 1.0):
+            expected = MMRSelector(top_k=6).run(documents=scored, query_embedding=query, lambda_threshold=lam)
+            got = MMRSelector(top_k=6, document_store=store).run(
+                documents=lean, query_embedding=query, lambda_threshold=lam
+            )
+            assert [(d.id, d.score, d.meta, d.embedding) for d in got["documents"]] == [
+                (d.id, d.score, d.meta, d.embedding) for d in expected["documents"]
+            ]  # the selected documents go on with their vectors (the gate reads them)
+        # Without the store the lean documents take no part in the diversity term (as before the store).
+        assert all(d.embedding is None for d in MMRSelector(top_k=3).run(documents=lean)["documents"])
+
+    def test_serialises_with_its_store(self, store, monkeypatch) -> None:
+        store, _ = store
+        monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "adaptive_retrieval.*")
+        selector = MMRSelector(top_k=4, document_store=store)
+        data = selector.to_dict()
+        assert data["init_parameters"]["document_store"]["type"].endswith("EdgeDocumentStore")
+        again = MMRSelector.from_dict(copy.deepcopy(data))  # it rebuilds the store in place, as Haystack's own do
+        assert again.to_dict() == data and type(again.document_store) is type(store)
+        plain = MMRSelector.from_dict({"type": data["type"], "init_parameters": {"top_k": 3}})  # YAML from before
+        assert plain.document_store is None and plain.top_k == 3

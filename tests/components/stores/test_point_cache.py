@@ -186,3 +186,16 @@ def test_the_cache_keeps_one_generation_within_its_capacity() -> None:
     assert len(cache) == 0
     with pytest.raises(ValueError, match="at least 1"):
         PointCache(0)
+
+
+def test_dense_vectors_by_id_are_the_documents_own_with_and_without_the_cache(stores: EdgeDocumentStore) -> None:
+    ids = ["d3", "nope", "d1", "d3"]
+    expected = {d.id: d.embedding for d in _plain(stores, lambda s: s.fetch_documents(ids))}
+    for read in (lambda s: s.dense_vectors(ids), lambda s: _plain(s, lambda t: t.dense_vectors(ids))):
+        vectors = read(stores)
+        assert set(vectors) == {"d3", "d1"}  # an id the shard does not hold is left out
+        for i, vector in vectors.items():
+            assert vector.dtype == np.float32 and vector.tolist() == expected[i]  # the stored values, exactly
+            with pytest.raises(ValueError, match="read-only"):
+                vector[0] = 9.0  # the cache's own row: nobody may change it
+    assert stores.dense_vectors([]) == {}

@@ -247,7 +247,7 @@ def test_writes_beside_concurrent_queries(tmp_path: Path) -> None:
     assert store.optimize(force=True) in (True, False) and store.count_documents() == 200
 
 
-def test_channel_documents_share_their_vector_on_copy_and_drop_sparse() -> None:
+def test_channel_documents_travel_without_vectors_or_share_the_dense_one_on_copy() -> None:
     doc = Document(
         id="a",
         content="text",
@@ -256,7 +256,10 @@ def test_channel_documents_share_their_vector_on_copy_and_drop_sparse() -> None:
         sparse_embedding=SparseEmbedding(indices=[1], values=[1.0]),
         score=0.5,
     )
-    [out] = channel_documents([doc])
+    [lean] = channel_documents([doc])
+    assert lean == Document(id="a", content="text", meta={"channels": {"dense": 1}}, score=0.5)
+    assert doc.embedding == [0.1] * 4  # the store's document is left as it was
+    [out] = channel_documents([doc], dense=True)
     assert out == Document(id="a", content="text", meta={"channels": {"dense": 1}}, embedding=[0.1] * 4, score=0.5)
     copied = copy.deepcopy(out)
     assert copied == out and copied.embedding is out.embedding  # Haystack copies inputs; the vector is shared

@@ -80,6 +80,9 @@ def test_searches_answer_as_without_the_cache(host, monkeypatch) -> None:
         ids = ["d5", "missing", "d1", "d5", "d29"]
         _same(plain.fetch_documents(ids), kept.fetch_documents(ids))
         _same(plain.fetch_documents(ids, sparse=True), kept.fetch_documents(ids, sparse=True))
+        without = kept.fetch_documents(ids, dense=False)
+        _same(plain.fetch_documents(ids, dense=False), without)
+        assert without and all(d.embedding is None for d in without)
     assert len(kept._vectors) > 0
     # Without vectors asked for, nothing changes either.
     _same(
@@ -145,3 +148,27 @@ def test_the_cache_keeps_one_generation_within_its_capacity() -> None:
     assert cache.lookup("g2", ["p"])[0] == {"p": precise}
     with pytest.raises(ValueError, match="at least 1"):
         VectorCache(0)
+
+
+def test_dense_vectors_by_id_come_from_the_kept_vectors_and_follow_writes(host, monkeypatch) -> None:
+    plain, kept = _stores(host, monkeypatch)
+    ids = ["d5", "missing", "d1", "d5"]
+    stored = {d.id: d.embedding for d in plain.fetch_documents(ids)}
+    assert {i: v.tolist() for i, v in plain.dense_vectors(ids).items()} == stored
+    assert {i: v.tolist() for i, v in kept.dense_vectors(ids).items()} == stored  # asked from the host, then kept
+    assert kept._vectors.rows(kept._vectors.generation, ["d5", "d1"])[1] == []
+    calls = []
+    monkeypatch.setattr(kept, "_call_tagged", lambda *a, **k: calls.append(a))  # a spy: kept vectors need no call
+    assert {i: v.tolist() for i, v in kept.dense_vectors(["d1", "d5"]).items()} == {
+        "d1": stored["d1"],
+        "d5": stored["d5"],
+    }
+    assert calls == []
+    monkeypatch.undo()
+    # A write through the host: the next answer any store of this index gets empties the kept vectors.
+    writer = RemoteDocumentStore(socket=host["socket"], path=host["folder"])
+    writer.write_documents(_docs(seed=2), policy=DuplicatePolicy.OVERWRITE)
+    kept.count_documents()
+    rewritten = {d.id: d.embedding for d in plain.fetch_documents(ids)}
+    assert rewritten != stored
+    assert {i: v.tolist() for i, v in kept.dense_vectors(ids).items()} == rewritten
