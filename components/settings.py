@@ -219,6 +219,14 @@ _SETTINGS = (
         "Hayhooks' own CORS list: plain `hayhooks run` refuses to start while it allows every origin.",
     ),
     Setting("HAYHOOKS_CORS_ALLOW_ORIGIN_REGEX", None, "serving", "Hayhooks' own CORS pattern: refused when set."),
+    Setting(
+        "LOG",
+        None,
+        "serving",
+        "Hayhooks' own log level (loguru). `adaptive-retrieval serve` sets `WARNING` unless `ADAPTIVE_ACCESS_LOG=1`, "
+        "so that no query's text is logged per request; set it (or `HAYHOOKS_LOG_LEVEL`) to choose.",
+    ),
+    Setting("HAYHOOKS_LOG_LEVEL", None, "serving", "Hayhooks' own log level; wins over `LOG`."),
     # -- limits ---------------------------------------------------------------------------------------------
     Setting("ADAPTIVE_MAX_UPLOAD_MB", "50", "limits", "Largest uploaded file, in MB (413 above)."),
     Setting("ADAPTIVE_MAX_REQUEST_MB", "100", "limits", "Largest upload request, in MB."),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import socket
 import threading
 import time
@@ -191,6 +192,25 @@ def access_log_on() -> bool:
     one process it is CPU per request (``scripts/profile_server.py`` shows its share); errors are logged either
     way."""
     return app_settings.flag(ACCESS_LOG_ENV)
+
+
+#: Loggers that write one line or more per request at INFO: Haystack's "Running component ..." (about 13 per query),
+#: httpx's "HTTP Request: ..." (a worker's forwarded upload or delete) and, through loguru, Hayhooks' "Running
+#: pipeline ..." with the request's fields (the query's text).
+_PER_REQUEST_LOGGERS = ("haystack", "httpx")
+
+
+def quiet_request_logs() -> None:
+    """Unless the access log is on (``$ADAPTIVE_ACCESS_LOG=1``), keep what each request carries out of the log:
+    Haystack's per-component lines and Hayhooks' per-run lines (which name the query's text) drop to warnings and
+    errors. Call it before Hayhooks is imported: Hayhooks reads its documented level variable, ``LOG``, then (an
+    explicit ``LOG`` or ``HAYHOOKS_LOG_LEVEL`` is kept)."""
+    if access_log_on():
+        return
+    if not (app_settings.is_set("LOG") or app_settings.is_set("HAYHOOKS_LOG_LEVEL")):
+        os.environ["LOG"] = "WARNING"
+    for name in _PER_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 1416) -> FastAPI:

@@ -243,10 +243,15 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Serve the wrappers under ``pipelines/`` read-only with Hayhooks, plus MCP at ``/mcp`` and ``/diagrams``
     (see README "Serving securely" for the token, CORS and Host settings)."""
+    from adaptive_retrieval.pipelines.torch_free import import_haystack_without_torch
+
+    import_haystack_without_torch()  # this process serves: before anything imports Haystack
     from haystack.lazy_imports import LazyImport
 
     from adaptive_retrieval.components.extras import install_hint
+    from adaptive_retrieval.pipelines.app import quiet_request_logs
 
+    quiet_request_logs()  # before Hayhooks is imported: it reads its log level then
     with LazyImport(install_hint("serve")) as serve_import:
         from hayhooks.server.app import run_app
         from hayhooks.server.exceptions import PipelineModuleLoadError
