@@ -289,17 +289,30 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     return app
 
 
-def _encodable(value: Any) -> Any:
-    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``) and every
-    non-finite float written as text (JSON has no ``NaN``: echoing ``top_k: NaN`` back failed with a 500)."""
+#: What a 422 echoes of the input at most: characters of a string, items of a list or object, levels of nesting. A
+#: 5 MB query came back whole in its 422 (the client has its input; the echo only shows which value was meant).
+ECHO_CHARS, ECHO_ITEMS, ECHO_DEPTH = 200, 20, 4
+
+
+def _encodable(value: Any, depth: int = 0) -> Any:
+    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``), every non-finite
+    float written as text (JSON has no ``NaN``: echoing ``top_k: NaN`` back failed with a 500), and each string, list
+    and object cut to :data:`ECHO_CHARS` / :data:`ECHO_ITEMS` with a note of how much there was."""
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        text = value if len(value) <= ECHO_CHARS else f"{value[:ECHO_CHARS]}… ({len(value)} characters)"
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
+    if isinstance(value, (dict, list, tuple)) and depth >= ECHO_DEPTH:
+        return f"({type(value).__name__} of {len(value)} items, nested too deeply to echo)"
     if isinstance(value, dict):
-        return {_encodable(k): _encodable(v) for k, v in value.items()}
+        items = {_encodable(k, depth + 1): _encodable(v, depth + 1) for k, v in list(value.items())[:ECHO_ITEMS]}
+        if len(value) > ECHO_ITEMS:
+            items["…"] = f"{len(value) - ECHO_ITEMS} more items"
+        return items
     if isinstance(value, (list, tuple)):
-        return [_encodable(v) for v in value]
+        kept = [_encodable(v, depth + 1) for v in list(value)[:ECHO_ITEMS]]
+        return kept + ([f"… {len(value) - ECHO_ITEMS} more items"] if len(value) > ECHO_ITEMS else [])
     return value
 
 

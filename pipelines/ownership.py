@@ -216,11 +216,65 @@ def served_url() -> str:
 def claim_served_store() -> Path | None:
     """Claim the local store the served pipelines open (none for a store on a server).
 
+    Under plain ``hayhooks run`` no lifespan of this package's runs at shutdown, and uvicorn ends the process with
+    the SIGTERM it caught (no ``atexit``): a small process removes the file once this one has exited
+    (:func:`remove_when_gone`). ``adaptive-retrieval serve`` removes it in its app's lifespan.
+
     :raises StoreOwnedError: when another live process serves it.
     """
+    from adaptive_retrieval.pipelines.security import is_guarded
     from adaptive_retrieval.pipelines.store_config import STORE_SOCKET_ENV
 
     if settings.text(STORE_SOCKET_ENV):  # a worker of `serve --workers N`: the store host owns the store
         return None
     path = local_store_path()
-    return None if path is None else claim_store(path, served_url())
+    if path is None:
+        return None
+    file = claim_store(path, served_url())
+    if not is_guarded():
+        remove_when_gone(file)
+    return file
+
+
+#: The process that waits for this one to exit, then removes the owner file if it still names this process. It
+#: reads a pipe whose only write end this process holds: the read returns once the process has ended, however it
+#: ended (a signal, SIGKILL included).
+_REMOVER = """
+import json, os, sys
+file, pid, fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+while os.read(fd, 1):
+    pass
+try:
+    with open(file, encoding="utf-8") as handle:
+        if json.load(handle).get("pid") == pid:
+            os.unlink(file)
+except (OSError, ValueError, AttributeError):
+    pass
+"""
+#: Write ends held open for the life of this process (one per watched file).
+_HELD: list[int] = []
+
+
+def remove_when_gone(file: Path) -> None:
+    """Have ``file`` (an owner file this process wrote) removed as soon as this process has exited, by a small
+    process of its own (Python's standard library only, about 10 MB while it waits)."""
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()  # neither end is inherited by this process's other children
+    try:
+        subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _REMOVER, str(file), str(os.getpid()), str(read_end)],
+            pass_fds=(read_end,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C in the terminal reaches the server, not the process that cleans up
+        )
+    except OSError as err:
+        os.close(write_end)
+        logger.warning("Could not start the process that removes %s when this server exits: %s", file, err)
+        return
+    finally:
+        os.close(read_end)
+    _HELD.append(write_end)
