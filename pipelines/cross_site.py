@@ -5,8 +5,8 @@ first (a ``POST`` of a multipart form or of ``text/plain``, ``fetch(..., {mode: 
 page from *reading* the answer, not the server from acting on it. Browsers say where such a request comes from:
 ``Origin`` on every request but ``GET``/``HEAD``, and ``Sec-Fetch-Site`` (``same-origin``, ``same-site``,
 ``cross-site`` or ``none``). A state-changing request (any method but ``GET``, ``HEAD``, ``OPTIONS``; and every
-WebSocket) is refused when it names an origin that is neither the server's own (the ``Host`` it was sent to: its
-``/docs`` and ``/diagrams`` pages) nor an allowed one, or, without ``Origin``, when ``Sec-Fetch-Site`` says
+WebSocket) is refused when it names an origin that is neither the server's own (the scheme and ``Host`` it was sent
+to: its ``/docs`` and ``/diagrams`` pages) nor an allowed one, or, without ``Origin``, when ``Sec-Fetch-Site`` says
 another site sent it. Clients that are not browsers (curl, httpx, the CLI, MCP clients) send neither header and
 are not affected.
 

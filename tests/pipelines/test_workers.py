@@ -27,7 +27,7 @@ TOKEN = "workers-test-token"
 BEARER = {"authorization": f"Bearer {TOKEN}"}
 #: Seconds `serve --workers 2` may take to start here (models load in three processes on a busy 2-core machine).
 #: Without the token in the supervisor's own calls it never started (it gave up after 600 s).
-START_S = 300
+START_S = 600
 
 
 def _wait_up(process: subprocess.Popen, url: str, log: Path, timeout: float = START_S) -> float:
