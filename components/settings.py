@@ -290,6 +290,12 @@ def is_set(name: str) -> bool:
     return bool(os.environ.get(_setting(name).name, "").strip())
 
 
+def raw(name: str) -> str | None:
+    """The variable's value exactly as set (not stripped: a secret is compared byte for byte), ``None`` when unset or
+    empty."""
+    return os.environ.get(_setting(name).name) or None
+
+
 def text(name: str) -> str | None:
     """The variable's value (stripped), else its default; ``None`` when neither is set."""
     setting = _setting(name)

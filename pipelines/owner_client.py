@@ -11,10 +11,10 @@ Usage::
 from __future__ import annotations
 
 import ipaddress
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 
 #: The bearer token a served app requires when set (its check: :mod:`adaptive_retrieval.pipelines.security`); a
@@ -46,7 +46,7 @@ def loopback_url(url: Any) -> bool:
 def bearer_headers() -> dict[str, str]:
     """``{"Authorization": "Bearer <token>"}`` when ``$ADAPTIVE_API_TOKEN`` is set (the value the served app's guard
     compares, unstripped), else ``{}``: what a client of this package's server sends."""
-    token = os.environ.get(TOKEN_ENV)
+    token = settings.raw(TOKEN_ENV)
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
