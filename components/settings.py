@@ -235,6 +235,14 @@ _SETTINGS = (
         "`adaptive-retrieval serve` leaves it off unless set (each span's tags JSON-encoded, 15 spans a query); the "
         "answers carry per-component timings (`timings_ms`) either way.",
     ),
+    Setting(
+        "LOG",
+        None,
+        "serving",
+        "Hayhooks' own log level (loguru). `adaptive-retrieval serve` sets `WARNING` unless `ADAPTIVE_ACCESS_LOG=1`, "
+        "so that no query's text is logged per request; set it (or `HAYHOOKS_LOG_LEVEL`) to choose.",
+    ),
+    Setting("HAYHOOKS_LOG_LEVEL", None, "serving", "Hayhooks' own log level; wins over `LOG`."),
     # -- limits ---------------------------------------------------------------------------------------------
     Setting("ADAPTIVE_MAX_UPLOAD_MB", "50", "limits", "Largest uploaded file, in MB (413 above)."),
     Setting("ADAPTIVE_MAX_REQUEST_MB", "100", "limits", "Largest upload request, in MB."),
@@ -296,6 +304,12 @@ def _setting(name: str) -> Setting:
 def is_set(name: str) -> bool:
     """Whether the variable is set to something other than white space."""
     return bool(os.environ.get(_setting(name).name, "").strip())
+
+
+def raw(name: str) -> str | None:
+    """The variable's value exactly as set (not stripped: a secret is compared byte for byte), ``None`` when unset or
+    empty."""
+    return os.environ.get(_setting(name).name) or None
 
 
 def text(name: str) -> str | None:

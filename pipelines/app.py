@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import socket
 import threading
 import time
@@ -196,6 +197,25 @@ def access_log_on() -> bool:
     return app_settings.flag(ACCESS_LOG_ENV)
 
 
+#: Loggers that write one line or more per request at INFO: Haystack's "Running component ..." (about 13 per query),
+#: httpx's "HTTP Request: ..." (a worker's forwarded upload or delete) and, through loguru, Hayhooks' "Running
+#: pipeline ..." with the request's fields (the query's text).
+_PER_REQUEST_LOGGERS = ("haystack", "httpx")
+
+
+def quiet_request_logs() -> None:
+    """Unless the access log is on (``$ADAPTIVE_ACCESS_LOG=1``), keep what each request carries out of the log:
+    Haystack's per-component lines and Hayhooks' per-run lines (which name the query's text) drop to warnings and
+    errors. Call it before Hayhooks is imported: Hayhooks reads its documented level variable, ``LOG``, then (an
+    explicit ``LOG`` or ``HAYHOOKS_LOG_LEVEL`` is kept)."""
+    if access_log_on():
+        return
+    if not (app_settings.is_set("LOG") or app_settings.is_set("HAYHOOKS_LOG_LEVEL")):
+        os.environ["LOG"] = "WARNING"
+    for name in _PER_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 1416) -> FastAPI:
     """The served app: Hayhooks' app for the wrappers under ``pipelines_dir`` (default: this package's folder)
     with the pipeline set fixed at start-up (no deploy/undeploy routes), plus ``/diagrams``, ``DELETE /sources``,
@@ -277,17 +297,30 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     return app
 
 
-def _encodable(value: Any) -> Any:
-    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``) and every
-    non-finite float written as text (JSON has no ``NaN``: echoing ``top_k: NaN`` back failed with a 500)."""
+#: What a 422 echoes of the input at most: characters of a string, items of a list or object, levels of nesting. A
+#: 5 MB query came back whole in its 422 (the client has its input; the echo only shows which value was meant).
+ECHO_CHARS, ECHO_ITEMS, ECHO_DEPTH = 200, 20, 4
+
+
+def _encodable(value: Any, depth: int = 0) -> Any:
+    """``value`` with every string made UTF-8-encodable (a lone surrogate becomes ``\\ud800``), every non-finite
+    float written as text (JSON has no ``NaN``: echoing ``top_k: NaN`` back failed with a 500), and each string, list
+    and object cut to :data:`ECHO_CHARS` / :data:`ECHO_ITEMS` with a note of how much there was."""
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        text = value if len(value) <= ECHO_CHARS else f"{value[:ECHO_CHARS]}… ({len(value)} characters)"
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
+    if isinstance(value, (dict, list, tuple)) and depth >= ECHO_DEPTH:
+        return f"({type(value).__name__} of {len(value)} items, nested too deeply to echo)"
     if isinstance(value, dict):
-        return {_encodable(k): _encodable(v) for k, v in value.items()}
+        items = {_encodable(k, depth + 1): _encodable(v, depth + 1) for k, v in list(value.items())[:ECHO_ITEMS]}
+        if len(value) > ECHO_ITEMS:
+            items["…"] = f"{len(value) - ECHO_ITEMS} more items"
+        return items
     if isinstance(value, (list, tuple)):
-        return [_encodable(v) for v in value]
+        kept = [_encodable(v, depth + 1) for v in list(value)[:ECHO_ITEMS]]
+        return kept + ([f"… {len(value) - ECHO_ITEMS} more items"] if len(value) > ECHO_ITEMS else [])
     return value
 
 

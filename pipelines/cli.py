@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -191,11 +192,26 @@ def _user_errors() -> tuple[type[Exception], ...]:
     )
 
 
+#: Exit status when the reader of standard output went away (``query ... | head -1``): 128 + SIGPIPE, what a shell
+#: reports for ``cat``, ``grep`` and other commands that SIGPIPE ends.
+EXIT_BROKEN_PIPE = 141
+
+
 def run() -> None:
-    """The console entry point: :func:`main` with the garbage collector paused while the command sets up."""
+    """The console entry point: :func:`main` with the garbage collector paused while the command sets up.
+
+    When the reader of standard output has gone (``adaptive-retrieval query ... | head -1``), the command ends
+    quietly with :data:`EXIT_BROKEN_PIPE`, as other command-line tools do, instead of a ``BrokenPipeError`` traceback.
+    """
     garbage_collection.pause()
-    status = main()
-    sys.stdout.flush()
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python's documented recipe: point stdout at /dev/null, so that the flush at exit does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        status = EXIT_BROKEN_PIPE
     garbage_collection.before_exit()
     sys.exit(status)
 

@@ -20,6 +20,7 @@ from adaptive_retrieval.components.stores.locations import QDRANT_PATH_ENV as ST
 from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
 from adaptive_retrieval.pipelines import garbage_collection
 from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
+from adaptive_retrieval.pipelines.owner_client import ServerCallError, answer_field
 from adaptive_retrieval.pipelines.owner_client import call_server as _call_server
 from adaptive_retrieval.pipelines.owner_client import owned_message as _owned_message
 
@@ -149,7 +150,12 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         # One process owns an embedded store: ask it rather than open the folder a second time.
         print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
         body = {"query": text, **({"top_k": args.top_k} if args.top_k is not None else {})}
-        response = QueryResponse.model_validate(_call_server(owner, "POST", "/query/run", json=body)["result"])
+        result = answer_field(owner, _call_server(owner, "POST", "/query/run", json=body), "result", dict)
+        try:
+            response = QueryResponse.model_validate(result)
+        except ValueError as err:  # pydantic's ValidationError: not the answer of this package's query route
+            msg = f"{_owned_message(owner)}, which answered with a result of another shape: {str(err)[:300]}"
+            raise ServerCallError(msg) from err
     else:
         pipeline = load_pipeline("query", **_store_overrides(args))
         response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
@@ -160,13 +166,21 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+#: What each deleted source reports (``sources.delete_sources``), printed by ``delete``.
+_DELETED_KEYS = frozenset({"source", "documents_removed", "graph_chunks_removed", "file_removed"})
+
+
 def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     """Delete indexed sources: their chunks, summaries and graph records, and the file when it is an upload."""
     if owner := _store_owner(args):
         print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
         # The server resolves names against its own working directory: send paths as absolute.
         names = [str(Path(n).resolve()) if "/" in n else n for n in args.sources]
-        removed = _call_server(owner, "DELETE", "/sources", params={"source": names})["deleted"]
+        answer = _call_server(owner, "DELETE", "/sources", params={"source": names})
+        removed = answer_field(owner, answer, "deleted", list)
+        if not all(isinstance(item, dict) and item.keys() >= _DELETED_KEYS for item in removed):
+            msg = f"{_owned_message(owner)}, which answered with deletions of another shape: {str(removed)[:200]!r}"
+            raise ServerCallError(msg)
     else:
         from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
         from adaptive_retrieval.pipelines.serving import uploads_dir
@@ -229,10 +243,15 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Serve the wrappers under ``pipelines/`` read-only with Hayhooks, plus MCP at ``/mcp`` and ``/diagrams``
     (see README "Serving securely" for the token, CORS and Host settings)."""
+    from adaptive_retrieval.pipelines.torch_free import import_haystack_without_torch
+
+    import_haystack_without_torch()  # this process serves: before anything imports Haystack
     from haystack.lazy_imports import LazyImport
 
     from adaptive_retrieval.components.extras import install_hint
+    from adaptive_retrieval.pipelines.app import quiet_request_logs
 
+    quiet_request_logs()  # before Hayhooks is imported: it reads its log level then
     with LazyImport(install_hint("serve")) as serve_import:
         from hayhooks.server.app import run_app
         from hayhooks.server.exceptions import PipelineModuleLoadError

@@ -5,8 +5,8 @@ first (a ``POST`` of a multipart form or of ``text/plain``, ``fetch(..., {mode: 
 page from *reading* the answer, not the server from acting on it. Browsers say where such a request comes from:
 ``Origin`` on every request but ``GET``/``HEAD``, and ``Sec-Fetch-Site`` (``same-origin``, ``same-site``,
 ``cross-site`` or ``none``). A state-changing request (any method but ``GET``, ``HEAD``, ``OPTIONS``; and every
-WebSocket) is refused when it names an origin that is neither the server's own (the ``Host`` it was sent to: its
-``/docs`` and ``/diagrams`` pages) nor an allowed one, or, without ``Origin``, when ``Sec-Fetch-Site`` says
+WebSocket) is refused when it names an origin that is neither the server's own (the scheme and ``Host`` it was sent
+to: its ``/docs`` and ``/diagrams`` pages) nor an allowed one, or, without ``Origin``, when ``Sec-Fetch-Site`` says
 another site sent it. Clients that are not browsers (curl, httpx, the CLI, MCP clients) send neither header and
 are not affected.
 
@@ -44,6 +44,8 @@ def cross_site_problem(
     headers: Mapping[str, str],
     allowed_origins: Iterable[str] = (),
     setting: str = "$ADAPTIVE_CORS_ORIGINS",
+    scheme: str = "http",
+    every_method: bool = False,
 ) -> str | None:
     """Why a request must be refused as a cross-site write, or ``None``.
 
@@ -51,14 +53,18 @@ def cross_site_problem(
     :param headers: the request headers (case-insensitive mapping, e.g. Starlette's ``Headers``).
     :param allowed_origins: origins besides the server's own whose pages may write.
     :param setting: where ``allowed_origins`` come from, named in the message.
+    :param scheme: the scheme the request arrived by (``http``, or ``https`` behind a TLS proxy): the server's own
+        origin is ``scheme://Host``, so a page at ``https://host`` is not the origin of ``http://host``.
+    :param every_method: check ``GET``/``HEAD``/``OPTIONS`` too (MCP's ``GET /mcp`` opens a stream: the MCP
+        specification asks servers to check ``Origin`` on every request).
     """
-    if method.upper() in SAFE_METHODS:
+    if method.upper() in SAFE_METHODS and not every_method:
         return None
     origin = headers.get("origin")
     if origin is not None:
-        own = headers.get("host", "").strip().lower()
+        own = f"{scheme.strip().lower()}://{headers.get('host', '').strip().lower()}"
         found = normalise_origin(origin)
-        if found is not None and (urlsplit(found).netloc == own or found in _normalised(allowed_origins)):
+        if found is not None and (found == own or found in _normalised(allowed_origins)):
             return None
         return (
             f"Cross-site request refused: a web page at {origin!r} may not send {method.upper()} requests to this "

@@ -78,13 +78,37 @@ _SVG_CACHE: OrderedDict[str, bytes] = OrderedDict()
 _RENDER_LOCK = threading.Lock()
 
 
+#: The renderer's npm packages (``scripts/renderer/package.json`` pins the same; a test checks they agree): what a
+#: pip install, which has no ``scripts/``, installs itself.
+RENDERER_PACKAGES = ("@mermaid-js/mermaid-cli@11.17.0", "mermaid@11.14.0")
+
+
 class RendererNotInstalledError(AdaptiveRetrievalError, RuntimeError):
-    """mermaid-cli or chromium is missing (``scripts/setup`` installs both)."""
+    """mermaid-cli or chromium is missing; the message says how to install them (``scripts/setup`` in a checkout,
+    ``npm`` and ``$ADAPTIVE_NODE_MODULES`` after a pip install)."""
+
+
+def in_checkout() -> bool:
+    """Whether this package runs from a source checkout (which has ``scripts/setup``), not from a pip install."""
+    return (REPO_ROOT / "scripts" / "setup").is_file()
 
 
 def node_modules() -> Path:
     """The ``node_modules`` folder holding mermaid-cli and mermaid.js."""
     return Path(settings.text(NODE_MODULES_ENV) or REPO_ROOT / "scripts" / "renderer" / "node_modules")
+
+
+def renderer_install_hint(checkout: bool | None = None) -> str:
+    """How to install the renderer: ``scripts/setup`` in a checkout; after a pip install (no ``scripts/``), ``npm``
+    into a folder of one's choice named by ``$ADAPTIVE_NODE_MODULES``."""
+    if checkout if checkout is not None else in_checkout():
+        return "run scripts/setup (it runs `npm ci` in scripts/renderer/ for the offline diagram renderer)"
+    return (
+        "install it with npm into a folder of your choice, e.g. `PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "
+        f"~/.local/share/adaptive-retrieval/renderer {' '.join(RENDERER_PACKAGES)}`, then set "
+        f"{NODE_MODULES_ENV}=~/.local/share/adaptive-retrieval/renderer/node_modules (`draw --format mmd` needs "
+        "no renderer)"
+    )
 
 
 def pipeline_for_drawing(name_or_path: str | Path) -> Pipeline:
@@ -110,7 +134,7 @@ def mermaid_js() -> Path:
     """mermaid.js for browsers (served by the REST app, inlined into the HTML file)."""
     path = node_modules() / "mermaid" / "dist" / "mermaid.min.js"
     if not path.is_file():
-        msg = f"{path} is missing: run scripts/setup (it runs `npm ci` for the offline diagram renderer)"
+        msg = f"mermaid.js is not installed ({path} is missing): {renderer_install_hint()}"
         raise RendererNotInstalledError(msg)
     return path
 
@@ -119,11 +143,13 @@ def find_renderer() -> tuple[Path, Path]:
     """Paths of the ``mmdc`` command and the chromium it drives."""
     mmdc = node_modules() / ".bin" / "mmdc"
     if not mmdc.exists():
-        msg = f"mermaid-cli is not installed ({mmdc} missing): run scripts/setup"
+        msg = f"mermaid-cli is not installed ({mmdc} is missing): {renderer_install_hint()}"
         raise RendererNotInstalledError(msg)
     chromium = settings.text(CHROMIUM_ENV) or shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium or not Path(chromium).exists():
-        msg = "chromium is not installed: run scripts/setup (apt-get install chromium) or set PUPPETEER_EXECUTABLE_PATH"
+        how = "install it (e.g. apt-get install chromium)"
+        how = "run scripts/setup (apt-get install chromium)" if in_checkout() else how
+        msg = f"chromium is not installed: {how} or set {CHROMIUM_ENV} to a Chromium binary"
         raise RendererNotInstalledError(msg)
     if shutil.which("node") is None:
         msg = "node is not on PATH: mermaid-cli needs Node.js"

@@ -81,6 +81,10 @@ class Limits:
             )
         return None
 
+    def size_problem(self, name: str, size: int) -> str | None:
+        """Why a file of ``size`` bytes is refused for its size alone, or ``None`` (checked before it is read)."""
+        return _bytes_problem(name, size, self.file_bytes) if size > self.file_bytes else None
+
     def content_problem(self, name: str, data: bytes, chunk_words: int = 180) -> str | None:
         """Why a file with these bytes is refused (bytes, characters, estimated chunks, PDF pages), or ``None``."""
         if len(data) > self.file_bytes:

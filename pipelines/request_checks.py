@@ -6,6 +6,8 @@
   pipeline that does not answer that API (``"model": "indexing"``) is refused (400) with the models that do,
   instead of Hayhooks' 501, which reads as a server fault;
 - a JSON body nested too deeply to parse is refused (400);
+- an MCP message (``POST /mcp``) whose JSON-RPC ``id`` is not a string, a number or null is refused (400, code
+  -32600) instead of being taken for a notification (202);
 - an MCP message (``POST /mcp``) holding ``NaN``, ``Infinity`` or a number too large for a float (``1e400``) is
   refused as the JSON-RPC parse error it is (400, code -32700): JSON has no such numbers, and the MCP SDK would
   turn them into ``null`` before any check could see them (``top_k: NaN`` answered with every document).
@@ -105,10 +107,11 @@ class RequestChecks:
             more = message.get("more_body", False)
         if problem := self.problem(path, body):
             status, detail = problem
-            logger.info("Refused POST %s: %s", path, detail)
-            answer = {"detail": detail}
-            if path == MCP_PATH:  # what a JSON-RPC client reads: a parse error
-                answer = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {detail}"}}
+            logger.info("Refused POST %s: %s", path, detail[:300])
+            answer: dict[str, Any] = {"detail": detail}
+            if path == MCP_PATH:  # what a JSON-RPC client reads: a parse error, or an invalid request
+                code, kind = (-32600, "Invalid Request") if detail.startswith(INVALID_ID) else (-32700, "Parse error")
+                answer = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": f"{kind}: {detail}"}}
             payload = json.dumps(answer).encode()
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -131,9 +134,9 @@ class RequestChecks:
             return (400, f"{err}; send whole numbers (e.g. top_k: 5)") if path == MCP_PATH else None
         except ValueError:
             return None
-        if not isinstance(data, dict):
-            return None
         if path == MCP_PATH:
+            return _jsonrpc_id_problem(data)
+        if not isinstance(data, dict):
             return None
         if path in OPENAI_ROUTES:
             return self._model_problem(path, data)
@@ -154,6 +157,24 @@ class RequestChecks:
             return None  # an unknown model is Hayhooks' 404 to give
         able = sorted(n for n in self.registry.get_names() if implements(self.registry.get(n), methods))
         return 400, f"Model '{model}' does not answer {path}: use one of {able}"
+
+
+#: How the refusal of a JSON-RPC message with an id of the wrong type begins.
+INVALID_ID = "a JSON-RPC id must be"
+
+
+def _jsonrpc_id_problem(data: Any) -> tuple[int, str] | None:
+    """400 for a JSON-RPC message (or batch) whose ``id`` is not a string, a number or null (JSON-RPC 2.0, section
+    4; MCP: a string or an integer). The MCP SDK took ``"id": {}`` for a notification and answered 202 Accepted."""
+    for message in data if isinstance(data, list) else [data]:
+        if not isinstance(message, dict) or "id" not in message:
+            continue
+        found = message["id"]
+        if found is None or (isinstance(found, (str, int, float)) and not isinstance(found, bool)):
+            continue
+        kind = {bool: "a boolean", dict: "an object", list: "a list"}.get(type(found), type(found).__name__)
+        return 400, f"{INVALID_ID} a string, a number or null; this one is {kind}"
+    return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -44,6 +44,8 @@ CORS_ORIGINS_ENV = "ADAPTIVE_CORS_ORIGINS"
 ALLOWED_HOSTS_ENV = "ADAPTIVE_ALLOWED_HOSTS"
 DEV_DEPLOY_ENV = "ADAPTIVE_DEV_ALLOW_DEPLOY"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+#: Where MCP is served: every request to it is checked for a foreign origin, reads too (``GET`` opens a stream).
+MCP_PATH = "/mcp"
 #: Documentation routes answered without a token: they describe the API and hold no data.
 PUBLIC_PATHS = ("/docs", "/redoc", "/openapi.json")
 
@@ -287,7 +289,10 @@ class GuardMiddleware:
             await _refuse(scope, send, 421, detail)
             return
         method = scope.get("method", "GET") if scope["type"] == "http" else "WEBSOCKET"
-        if problem := cross_site_problem(method, headers, self.policy.cors_origins):
+        scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
+        mcp = scope["path"] == MCP_PATH or scope["path"].startswith(MCP_PATH + "/")
+        problem = cross_site_problem(method, headers, self.policy.cors_origins, scheme=scheme, every_method=mcp)
+        if problem:
             logger.warning("%s (%s %s)", problem, method, scope["path"])
             await _refuse(scope, send, 403, problem)
             return

@@ -277,23 +277,65 @@ def save_upload(folder: Path, filename: str | None, content: bytes) -> Path:
     return write_upload(folder, check_upload(filename, content), content)
 
 
-def last_user_text(messages: list[dict[str, Any]]) -> str:
-    """The text of the last user message of an OpenAI-style chat (string or list-of-parts content).
+class ChatInputError(InputError, ValueError):
+    """A chat request whose last user message holds no usable text question; the message says what to send."""
 
-    :raises ValueError: when there is no user message with text.
+
+def _part_text(index: int, part: Any) -> str | None:
+    """The text of one content part (``None`` for a part of another type: an image, audio, a file).
+
+    :raises ChatInputError: for a part that is not an object, has no string ``type``, or a text part whose ``text``
+        is not a string.
     """
-    for message in reversed(messages or []):
-        if not isinstance(message, dict) or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, list):
-            content = " ".join(
-                part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+        msg = f"Content part {index} of the last user message must be an object with a 'type' (e.g. 'text')"
+        raise ChatInputError(msg)
+    if part["type"] != "text":
+        return None
+    text = part.get("text")
+    if not isinstance(text, str):
+        msg = (
+            f"Content part {index} of the last user message is a text part whose 'text' is "
+            f"{type(text).__name__ if text is not None else 'null'}, not a string"
+        )
+        raise ChatInputError(msg)
+    return text
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    """The text question of the last user message of an OpenAI-style chat (string or list-of-parts content; the
+    text parts joined, other parts such as images ignored).
+
+    Only the last user message counts: one without text (an image alone) is refused rather than answered with an
+    earlier question.
+
+    :raises ChatInputError: when there is no user message, the last one holds no text, or a part is malformed.
+    """
+    users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        msg = "The chat has no user message: send messages=[{'role': 'user', 'content': '...'}]"
+        raise ChatInputError(msg)
+    content = users[-1].get("content")
+    if isinstance(content, list):
+        texts = [_part_text(i, part) for i, part in enumerate(content)]
+        kinds = sorted({part["type"] for part, text in zip(content, texts, strict=True) if text is None})
+        joined = " ".join(t for t in texts if t is not None).strip()
+        if not joined:
+            only = f" (only {', '.join(kinds)} parts)" if kinds else ""
+            msg = (
+                f"The last user message has no text question{only}: this server retrieves passages for text; send "
+                "the question as a text part"
             )
-        if isinstance(content, str) and content.strip():
-            return content.strip()
-    msg = "The chat has no user message with text: send messages=[{'role': 'user', 'content': '...'}]"
-    raise ValueError(msg)
+            raise ChatInputError(msg)
+        return joined
+    if not isinstance(content, str):
+        kind = "null" if content is None else type(content).__name__
+        msg = f"The last user message's content is {kind}: send a string or a list of content parts"
+        raise ChatInputError(msg)
+    if not content.strip():
+        msg = "The last user message has no text question: its content is empty"
+        raise ChatInputError(msg)
+    return content.strip()
 
 
 def context_text(response: QueryResponse, max_chars: int = 1200) -> str:

@@ -13,9 +13,9 @@ owner file) and serves two private Unix sockets in a folder only its user can en
 With ``$QDRANT_URL`` there is no shard to own: the host serves only ``http.sock`` (the workers search the Qdrant
 server themselves) and stays the one indexer, as the crash-safety reconciliation needs.
 
-Run by :mod:`adaptive_retrieval.pipelines.workers`, not by hand::
+Run by :mod:`adaptive_retrieval.pipelines.workers` (which imports Haystack without torch first), not by hand::
 
-    python -m adaptive_retrieval.pipelines.store_host --runtime DIR --host 127.0.0.1 --port 1416
+    python -m adaptive_retrieval.pipelines.workers host --runtime DIR --host 127.0.0.1 --port 1416
 """
 
 from __future__ import annotations
@@ -174,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
+    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app, quiet_request_logs
     from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV
+
+    quiet_request_logs()
 
     runtime = Path(args.runtime)
     server = None
@@ -187,7 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(private_pipelines_dir(runtime, ["indexing"], source), host=args.host, port=args.port)
     garbage_collection.for_serving()
     try:
-        uvicorn.run(app, fd=listener.fileno(), log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
+        # Only this user's workers reach the private socket: trust the scheme they forward (see workers.ForwardWrites).
+        uvicorn.run(
+            app,
+            fd=listener.fileno(),
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=30,
+            forwarded_allow_ips="*",
+        )
     finally:
         if server is not None:
             server.shutdown()

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 # The one query check and length limit: the query-side components use them too.
 from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_SOURCE_CHARS",
     "MAX_TOP_K",
     "IncludeEmbeddings",
+    "NoFilters",
     "QueryText",
     "TopK",
     "check_query",
@@ -49,6 +50,30 @@ TopK = Annotated[
 #: ``include_embeddings`` as a request field: a JSON boolean (answers carry no vectors unless it is true).
 IncludeEmbeddings = Annotated[
     bool, Field(strict=True, description="Also return the query's vector and each document's (default: false)")
+]
+
+
+def refuse_filters(value: Any) -> None:
+    """Refuse any ``filters`` value but null: metadata filters are not implemented, and a request that sends them
+    must never be answered unfiltered as if they had applied.
+
+    :raises ValueError: for any value but ``None``.
+    """
+    if value is not None:
+        msg = (
+            "metadata filters are not supported by this server (the query runs over the whole index): remove "
+            "'filters' from the request"
+        )
+        raise ValueError(msg)
+
+
+#: ``filters`` as a request field: declared only to be refused. ``adaptive-retrieval serve`` refuses every field a
+#: request model does not declare (422), while plain ``hayhooks run`` drops undeclared fields without a word; this
+#: one, the field a client is most likely to send expecting it to narrow the answer, is refused by both (422).
+NoFilters = Annotated[
+    None,
+    BeforeValidator(refuse_filters),
+    Field(description="Not supported: metadata filters are not implemented; any value but null is refused (422)"),
 ]
 
 
@@ -98,7 +123,10 @@ def check_fields(body: Mapping[str, Any], accepted: Iterable[str]) -> None:
     """
     accepted = sorted(accepted)
     if unknown := sorted(str(key) for key in body if key not in accepted):
-        msg = f"Unknown field(s) {unknown}: this endpoint accepts {accepted}"
+        # Named, but bounded: a body of one 5 MB key must not come back as a 5 MB answer.
+        shown = [name if len(name) <= 100 else f"{name[:100]}… ({len(name)} characters)" for name in unknown[:10]]
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        msg = f"Unknown field(s) {shown}{more}: this endpoint accepts {accepted}"
         raise ValueError(msg)
 
 

@@ -37,6 +37,7 @@ from typing import Any, TextIO
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.pipelines import garbage_collection
+from adaptive_retrieval.pipelines.owner_client import bearer_headers
 from adaptive_retrieval.pipelines.process_group import (
     HTTP_SOCKET,
     PARENT_ENV,
@@ -44,6 +45,7 @@ from adaptive_retrieval.pipelines.process_group import (
     die_with_parent,
     private_pipelines_dir,
 )
+from adaptive_retrieval.pipelines.torch_free import import_haystack_without_torch
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +59,10 @@ WORKER_HEADER = "X-Adaptive-Worker"
 ORT_THREADS_ENV = "ADAPTIVE_ORT_THREADS"
 #: Seconds the host and each worker may take to start (models load here).
 START_TIMEOUT_S = 600.0
-#: Routes that write: a worker forwards them to the store host.
-_FORWARDED_PREFIXES = ("/indexing", "/v1/files", "/sources")
+#: Routes that write: a worker forwards them to the store host. ``/files`` is Hayhooks' alias of ``/v1/files``: a
+#: worker that served it itself answered "processed" and stored nothing (no indexing wrapper in a worker).
+_FORWARDED_PATHS = frozenset({"/v1/files", "/files", "/sources"})
+_FORWARDED_PREFIXES = ("/indexing/", "/v1/files/", "/files/")
 
 
 def host_origin(host: str, port: int) -> str:
@@ -84,14 +88,38 @@ def default_workers() -> int:
 # -- in a worker ----------------------------------------------------------------------------------------------------
 
 
+#: Hop-by-hop headers (RFC 9110 7.6.1) and the framing of the body: a forwarded request or answer is framed anew on
+#: its own connection. A chunked upload forwarded with its ``transfer-encoding`` beside a new length was refused by
+#: the host as an invalid request (400).
+_HOP_BY_HOP = frozenset(
+    {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te", b"trailer", b"upgrade"}
+)
+
+
+#: Headers a worker sets itself on a forwarded request (a client's own are dropped).
+_FORWARDED_FOR = frozenset({b"x-forwarded-proto", b"x-forwarded-for"})
+
+
+class ClientGoneError(Exception):
+    """The client disconnected while its upload was being forwarded."""
+
+
 class ForwardWrites:
     """ASGI middleware of a worker: uploads and deletes go to the store host's app (its private socket), with the
-    request's method, path, query, headers and body unchanged; everything else is served here."""
+    request's method, path, query, headers and body unchanged; everything else is served here.
+
+    The body is streamed through in the pieces it arrives in, never held whole (a 120 MB upload costs the worker a
+    few pieces of 64 KB, not 120 MB), and so is the answer. A body of known length keeps its ``content-length``; a
+    chunked one is sent on chunked.
+    """
 
     def __init__(self, app: Any, http_socket: str, origin: str) -> None:
         import httpx
 
+        from adaptive_retrieval.pipelines.security import PUBLIC_REASON_HEADER
+
         self.app = app
+        self.public_reason = PUBLIC_REASON_HEADER.encode()
         # A new connection per forwarded write (a Unix socket: microseconds). A kept-alive one could be closed by the
         # host's uvicorn (5 s idle) just as the next upload was sent on it: that upload failed with an empty
         # ReadError and a 503 (seen once in 12 uploads of a load test). Writes are rare; nothing is kept alive.
@@ -102,28 +130,58 @@ class ForwardWrites:
         )
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        path = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith(_FORWARDED_PREFIXES):
+        if scope["type"] != "http" or not forwarded(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         import httpx
 
-        body = bytearray()
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"content-length", b"connection")]
+        async def body() -> Any:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGoneError
+                if chunk := message.get("body", b""):
+                    yield chunk
+                if not message.get("more_body"):
+                    return
+
+        path = scope["path"]
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP_BY_HOP | _FORWARDED_FOR]
+        # The scheme the client used (https behind a TLS proxy, as uvicorn resolved it here): the host's guard
+        # compares a page's Origin with scheme://Host, and trusts these headers on its private socket only.
+        headers.append((b"x-forwarded-proto", scope.get("scheme", "http").encode()))
+        if client := scope.get("client"):
+            headers.append((b"x-forwarded-for", str(client[0]).encode()))
         url = path + (f"?{scope['query_string'].decode('latin-1')}" if scope.get("query_string") else "")
+        request = self.client.build_request(scope["method"], url, headers=headers, content=body())
         try:
-            response = await self.client.request(scope["method"], url, headers=headers, content=bytes(body))
+            response = await self.client.send(request, stream=True)
+        except ClientGoneError:
+            logger.info("The client went away during a forwarded %s %s", scope["method"], path)
+            return
         except httpx.HTTPError as err:
             logger.error("The store host did not answer a forwarded %s %s: %s", scope["method"], path, err)
-            await _send(send, 503, b'{"detail":"The server\'s store process is restarting: try again"}', [])
+            detail = b'{"detail":"The server\'s store process is restarting: try again in a moment"}'
+            await _send(send, 503, detail, [(b"retry-after", b"5"), (self.public_reason, b"1")])
             return
-        kept = [(k, v) for k, v in response.headers.raw if k.lower() not in (b"content-length", b"transfer-encoding")]
-        await _send(send, response.status_code, response.content, kept)
+        try:
+            kept = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
+            if response.status_code >= 500:
+                # The host's guard has already replaced any 5xx body that was not meant for the client: what comes
+                # back is a deliberate reason (507 disk full, 503 indexer busy), which this worker's guard passes on.
+                kept.append((self.public_reason, b"1"))
+            await send({"type": "http.response.start", "status": response.status_code, "headers": kept})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+
+def forwarded(path: str) -> bool:
+    """Whether a worker forwards a request for ``path`` to the store host: the routes that write (uploads, the
+    OpenAI files API and its unversioned alias, deletes)."""
+    return path in _FORWARDED_PATHS or path.startswith(_FORWARDED_PREFIXES)
 
 
 async def _send(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -170,7 +228,10 @@ def worker_app(runtime: Path, index: int, count: int, host: str, port: int, pipe
     app = create_app(private_pipelines_dir(runtime, names, source), host=host, port=port)
     http_socket = str(runtime / HTTP_SOCKET)
     origin = host_origin(host, port)
-    host_client = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=http_socket), base_url=origin, timeout=5)
+    # The host's app has the same guard as every worker: its /status needs the token too when one is set.
+    host_client = httpx.AsyncClient(
+        transport=httpx.AsyncHTTPTransport(uds=http_socket), base_url=origin, timeout=5, headers=bearer_headers()
+    )
 
     async def status() -> dict:
         pipelines = set(app.state.pipeline_registry.get_names())
@@ -205,9 +266,13 @@ def worker_main(argv: list[str] | None = None) -> int:
     # Haystack logs "Running component ..." at INFO for every component of every query (15 lines a request, ~3 % of
     # the server's CPU): from there the worker's log keeps warnings, as the one-process server's log does.
     logging.getLogger("haystack.core.pipeline.pipeline").setLevel(logging.WARNING)
+
+    import_haystack_without_torch()  # before anything imports Haystack (about 200 MB less per worker)
     import uvicorn
 
-    from adaptive_retrieval.pipelines.app import access_log_on
+    from adaptive_retrieval.pipelines.app import access_log_on, quiet_request_logs
+
+    quiet_request_logs()
 
     runtime = Path(args.runtime)
     app = worker_app(runtime, index, count, args.host, args.port, args.pipelines_dir)
@@ -293,19 +358,30 @@ class Supervisor:
         """Start the store host and wait until its app answers on its socket."""
         import httpx
 
-        command = [sys.executable, "-m", "adaptive_retrieval.pipelines.store_host", *self._common()]
+        command = [sys.executable, "-m", "adaptive_retrieval.pipelines.workers", "host", *self._common()]
         self.host_process = subprocess.Popen(command, env=self._env())
         transport = httpx.HTTPTransport(uds=str(self.runtime / HTTP_SOCKET))
-        client = httpx.Client(transport=transport, base_url=host_origin(self.host, self.port), timeout=5)
+        # The host's guard requires the token like any server's: without it every poll was a 401 and a
+        # `serve --workers N` with $ADAPTIVE_API_TOKEN never started.
+        origin = host_origin(self.host, self.port)
+        client = httpx.Client(transport=transport, base_url=origin, timeout=5, headers=bearer_headers())
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and not self.stopping:
             if self.host_process.poll() is not None:
                 msg = f"The store host exited with status {self.host_process.returncode} while starting (see above)"
                 raise WorkersError(msg)
             try:
-                if "indexing" in client.get("/status").json().get("pipelines", []):
+                answer = client.get("/status")
+            except httpx.HTTPError:
+                answer = None
+            if answer is not None and answer.status_code in (401, 403, 421):
+                # Refused by the host's guard: waiting would not change that. Say why now, not in 600 s.
+                msg = f"The store host refused the supervisor's /status ({answer.status_code}: {answer.text[:300]})"
+                raise WorkersError(msg)
+            try:
+                if answer is not None and "indexing" in answer.json().get("pipelines", []):
                     return
-            except (httpx.HTTPError, ValueError):
+            except ValueError:
                 pass
             time.sleep(0.2)
         if self.stopping:
@@ -433,5 +509,17 @@ def supervisor_main(argv: list[str]) -> int:
         return 1
 
 
+def host_main(argv: list[str]) -> int:
+    """The store host (:func:`adaptive_retrieval.pipelines.store_host.main`), started with Haystack imported
+    without torch (:mod:`~adaptive_retrieval.pipelines.torch_free`): the host module imports Haystack at its top."""
+    import_haystack_without_torch()
+    from adaptive_retrieval.pipelines.store_host import main
+
+    return main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(supervisor_main(sys.argv[2:]) if sys.argv[1:2] == ["supervise"] else worker_main())
+    command = sys.argv[1:2]
+    if command == ["supervise"]:
+        sys.exit(supervisor_main(sys.argv[2:]))
+    sys.exit(host_main(sys.argv[2:]) if command == ["host"] else worker_main())

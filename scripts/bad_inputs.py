@@ -12,17 +12,20 @@ clean error         refused with a reason: a 4xx with ``detail``, an MCP error, 
                     1/2, or a ValueError/TypeError/LookupError in Python
 correct result      a good input that got the right answer
 5xx or traceback    a 5xx, a traceback (in a body or on stderr), an unexpected exception type, a crash
-misleading success  a bad input that was accepted, or a good one whose answer is wrong (e.g. a file lost)
+misleading success  a bad input that was accepted, or a good one whose answer is wrong
+lost                indexed or uploaded text that a later check no longer finds (a file lost)
 hang                no answer within ``--timeout`` seconds
 wrongly refused     a good input that was refused
 unclear error       a 4xx without a reason
 ==================  ===================================================================================
 
-The case list is in ``bad_inputs_cases.py``. Exit status 1 when any of the last five classes is non-zero.
+The cases are in ``bad_inputs_cases.py`` and in every ``bad_inputs_cases_*.py`` beside it (each module's
+``cases()`` returns its list: a new class of inputs is a new module, no shared list to edit), run in that order
+after the Python cases. Exit status 1 when any of the last six classes is non-zero.
 
 Usage::
 
-    python scripts/bad_inputs.py                     # every case (~330; about 5 minutes on 2 cores)
+    python scripts/bad_inputs.py                     # every case (~430; about 10 minutes on 2 busy cores)
     python scripts/bad_inputs.py --quick --json out.json
 """
 
@@ -54,6 +57,7 @@ CLASSES = (
     "correct result",
     "5xx or traceback",
     "misleading success",
+    "lost",
     "hang",
     "wrongly refused",
     "unclear error",
@@ -65,7 +69,8 @@ logger = logging.getLogger("bad_inputs")
 
 @dataclass
 class Outcome:
-    """What one call did: ``kind`` is ``ok``, ``error``, ``unclear``, ``crash`` or ``timeout``."""
+    """What one call did: ``kind`` is ``ok``, ``error``, ``unclear``, ``crash``, ``timeout`` or ``lost`` (a check
+    that indexed text is still found failed)."""
 
     kind: str
     detail: str = ""
@@ -108,6 +113,8 @@ def classify(expect: str, outcome: Outcome) -> str:
     """The class of ``outcome`` for a case that expects ``expect`` (see the module docstring)."""
     if outcome.kind == "timeout":
         return "hang"
+    if outcome.kind == "lost":
+        return "lost"
     if outcome.kind == "crash":
         return "5xx or traceback"
     if outcome.kind == "unclear":
@@ -216,6 +223,24 @@ def stop_server(process: subprocess.Popen) -> None:
 # -- running and reporting ---------------------------------------------------------------------------------------
 
 
+def case_modules() -> list[str]:
+    """The modules that hold cases: ``bad_inputs_cases`` first, then every ``bad_inputs_cases_*`` in name order."""
+    here = Path(__file__).resolve().parent
+    return ["bad_inputs_cases", *sorted(p.stem for p in here.glob("bad_inputs_cases_*.py"))]
+
+
+def collect_cases() -> list[Case]:
+    """Every case of every case module (:func:`case_modules`): ``all_cases()`` of the first, ``cases()`` of the
+    others."""
+    import importlib
+
+    cases: list[Case] = []
+    for name in case_modules():
+        module = importlib.import_module(name)
+        cases += module.all_cases() if name == "bad_inputs_cases" else module.cases()
+    return cases
+
+
 def run_cases(ctx: Context, cases: list[Case]) -> list[dict[str, Any]]:
     """Run ``cases`` in order; one record per case with its class."""
     records = []
@@ -271,12 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from bad_inputs_cases import all_cases
 
     folder = Path(tempfile.mkdtemp(prefix="bad-inputs-"))
     os.environ["XDG_DATA_HOME"] = str(folder / "xdg")  # nothing lands in the user's data folder
     ctx = Context(folder=folder, timeout=args.timeout)
-    cases = [c for c in all_cases() if c.interface in args.only and (c.quick or not args.quick)]
+    cases = [c for c in collect_cases() if c.interface in args.only and (c.quick or not args.quick)]
     records: list[dict[str, Any]] = []
     try:
         build_index(ctx)

@@ -44,7 +44,16 @@ def rest_outcome(response: httpx.Response, check: Callable[[httpx.Response], boo
         return Outcome("crash", head)
     if response.status_code >= 400:
         return Outcome("error", head) if _reason(response) else Outcome("unclear", head)
-    return Outcome("ok", head, check(response) if check else True)
+    passed = check(response) if check else True
+    if not passed and getattr(check, "keeps_data", False):
+        return Outcome("lost", head)
+    return Outcome("ok", head, passed)
+
+
+def kept(check: Callable[[httpx.Response], bool]) -> Callable[[httpx.Response], bool]:
+    """Mark ``check`` as one that indexed text is still found: its failure counts as ``lost``."""
+    check.keeps_data = True  # type: ignore[attr-defined]
+    return check
 
 
 def rest(method: str, path: str, expect: str, label: str, check: Any = None, quick: bool = False, **kw: Any) -> Case:
@@ -330,7 +339,7 @@ def upload_cases() -> list[Case]:
         for i, (n, w) in enumerate(UNICODE_NAMES)
     ]
     cases += [
-        rest("POST", Q, "ok", f"upload kept: {n[:24]}", _found(w), i < 2, json={"query": w, "top_k": 1})
+        rest("POST", Q, "ok", f"upload kept: {n[:24]}", kept(_found(w)), i < 2, json={"query": w, "top_k": 1})
         for i, (n, w) in enumerate(UNICODE_NAMES)
     ]
     nfd = unicodedata.normalize("NFD", "über.md")
@@ -428,7 +437,7 @@ def delete_cases() -> list[Case]:
             Q,
             "ok",
             "delete: äber.md is still there",
-            _found("wombatumlaut"),
+            kept(_found("wombatumlaut")),
             True,
             json={"query": "wombatumlaut", "top_k": 1},
         ),

@@ -102,7 +102,9 @@ IDLE_LEAVES = ("Runner.run", "Condition.wait", "Queue.get", "Event.wait", "selec
 def stage_of(frames: list[tuple[str, str]]) -> str | None:
     """The stage of one sampled stack (``(function, file)`` pairs, outermost first); ``None`` for start-up,
     shut-down and idle stacks, and for samples without a Python frame."""
-    host = any(f.startswith("process ") and "pipelines.store_host" in f for f, _ in frames)
+    host = any(
+        f.startswith("process ") and ("pipelines.workers host" in f or "pipelines.store_host" in f) for f, _ in frames
+    )
     frames = [(f, path) for f, path in frames if not (f.startswith("process ") and not path)]
     if not frames or frames[-1][0].rpartition(".")[2] in {f.rpartition(".")[2] for f in IDLE_LEAVES}:
         return None

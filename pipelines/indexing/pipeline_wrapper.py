@@ -185,7 +185,19 @@ class PipelineWrapper(BasePipelineWrapper):
         guard_request(headers)
         if not files:
             raise HTTPException(status_code=400, detail="No file uploaded: send one or more multipart 'files'")
+        self._check_sizes([(f.filename, f.size) for f in files])
         return self._index([(f.filename, f.file.read()) for f in files], force)
+
+    def _check_sizes(self, sizes: list[tuple[str | None, int | None]]) -> None:
+        """413 for a request or file over a size limit by the sizes the multipart parser measured, before any file
+        is read into memory (a 120 MB file was read whole only to be refused); unknown sizes are checked later."""
+        limits = Limits.from_env()
+        known = [(name, size) for name, size in sizes if size is not None]
+        problem = limits.request_problem([size for _, size in known]) if len(known) == len(sizes) else None
+        for name, size in known:
+            problem = problem or limits.size_problem(upload_base_name(name)[:200] or "(no name)", size)
+        if problem:
+            raise HTTPException(status_code=413, detail=f"Upload refused: {problem}")
 
     def run_file_upload(self, filename: str | None, content_type: str | None, content: bytes, purpose: str) -> dict:
         """OpenAI ``/v1/files``: index the uploaded file and describe it as an OpenAI FileObject.

@@ -27,7 +27,7 @@ from adaptive_retrieval.pipelines.query_admission import query_slot
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query, without_answer
 from adaptive_retrieval.pipelines.security import guard_request
 from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
-from adaptive_retrieval.pipelines.validation import IncludeEmbeddings, QueryText, TopK, check_top_k
+from adaptive_retrieval.pipelines.validation import IncludeEmbeddings, NoFilters, QueryText, TopK, check_top_k
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class PipelineWrapper(BasePipelineWrapper):
         query: QueryText,
         top_k: TopK = None,
         include_embeddings: IncludeEmbeddings = False,
+        filters: NoFilters = None,
         headers: Headers | None = None,
     ) -> QueryResponse:
         """Retrieve passages for a question, with the intent, confidence, channel weights, provenance and timings.
@@ -67,6 +68,8 @@ class PipelineWrapper(BasePipelineWrapper):
         :param query: the question or keywords.
         :param top_k: return at most this many documents (default: as many as the router's strategy selects).
         :param include_embeddings: also return the query's vector and each document's (the dense one, as retrieved).
+        :param filters: not supported (metadata filters are not implemented): any value but null is refused, under
+            `adaptive-retrieval serve` and plain `hayhooks run` alike, rather than answered unfiltered.
         :param headers: the request's headers (Hayhooks passes them): a write from a foreign web page is refused.
         :returns: documents and diagnostics.
         """

@@ -119,6 +119,19 @@ def test_wheel_in_a_fresh_venv_loads_the_yaml_beside_a_users_pipelines_package(w
     assert {"file_router", "writer", "graph_writer"} <= set(report["loaded"]["indexing"])
     assert report["cwd"] == before == sorted(os.listdir(project)), "loading created files in the working directory"
 
+    # Issue 41 #12: the installed package has no scripts/setup; `draw` says what a pip user does instead.
+    draw_env = {k: v for k, v in env.items() if k not in ("ADAPTIVE_NODE_MODULES", "PUPPETEER_EXECUTABLE_PATH")}
+    drawn = subprocess.run(
+        [str(venv / "bin" / "adaptive-retrieval"), "draw", "--format", "svg", "--out", str(tmp_path / "diagrams")],
+        cwd=project,
+        env={**draw_env, "HAYSTACK_TELEMETRY_ENABLED": "False"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert drawn.returncode == 1, (drawn.stdout, drawn.stderr[-2000:])
+    assert "ADAPTIVE_NODE_MODULES=" in drawn.stderr and "scripts/setup" not in drawn.stderr, drawn.stderr[-2000:]
+
 
 #: The core install's size limit (issue 28; main's dependencies made 6.3 GB with torch's CUDA build).
 MAX_VENV_BYTES = 1_500_000_000

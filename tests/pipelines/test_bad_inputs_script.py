@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-FAILURES = ("5xx or traceback", "misleading success", "hang", "wrongly refused", "unclear error")
+FAILURES = ("5xx or traceback", "misleading success", "lost", "hang", "wrongly refused", "unclear error")
 
 
 def test_quick_bad_inputs_get_clean_errors(tmp_path: Path) -> None:

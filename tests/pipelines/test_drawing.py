@@ -3,6 +3,7 @@ objects, rendered for real to SVG/PNG by mermaid-cli and chromium; the README's 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import struct
@@ -265,3 +266,22 @@ def test_readme_script_rewrites_a_stale_block(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") == readme
     with pytest.raises(ValueError, match="no block for the query diagram"):
         readme_with_diagrams("# nothing here\n", {"query": "flowchart TD\n"})
+
+
+def test_a_pip_install_is_told_how_to_install_the_renderer() -> None:
+    """Issue 41 #12: after `pip install`, `draw` failed naming scripts/setup (not in the wheel) and never mentioned
+    $ADAPTIVE_NODE_MODULES. A checkout is pointed at scripts/setup; an installed package at npm and the variable."""
+    from adaptive_retrieval.pipelines.drawing import renderer_install_hint
+
+    installed = renderer_install_hint(checkout=False)
+    assert "ADAPTIVE_NODE_MODULES=" in installed and "npm install" in installed, installed
+    assert "scripts/setup" not in installed
+    assert "scripts/setup" in renderer_install_hint(checkout=True)
+
+
+def test_the_renderer_versions_a_pip_user_installs_are_the_ones_setup_pins() -> None:
+    from adaptive_retrieval.pipelines.drawing import RENDERER_PACKAGES
+
+    pinned = json.loads((Path(__file__).resolve().parents[2] / "scripts/renderer/package.json").read_text())
+    wanted = {f"{name}@{version}" for name, version in pinned["dependencies"].items() if name != "puppeteer"}
+    assert set(RENDERER_PACKAGES) == wanted

@@ -280,3 +280,26 @@ def test_store_owner_file(tmp_path: Path) -> None:
     finally:
         other.kill()
         other.wait()
+
+
+@pytest.mark.parametrize(
+    ("url", "trusted"),
+    [
+        ("http://127.0.0.1:1416", True),
+        ("http://127.8.9.10:1", True),
+        ("http://[::1]:1416", True),
+        ("https://localhost:1416", True),
+        ("http://192.0.2.10:1416", False),
+        ("http://example.org", False),
+        ("http://user:pw@127.0.0.1:1416", False),
+        ("http://127.0.0.1:notaport", False),
+        ("file:///tmp/x", False),
+        ("ftp://127.0.0.1", False),
+        (None, False),
+        (1416, False),
+    ],
+)
+def test_only_loopback_urls_may_receive_the_token(url: object, trusted: bool) -> None:
+    from adaptive_retrieval.pipelines.owner_client import loopback_url
+
+    assert loopback_url(url) is trusted

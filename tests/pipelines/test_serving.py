@@ -586,3 +586,129 @@ def test_plain_hayhooks_run_refuses_a_token_it_cannot_enforce(tmp_path: Path) ->
         output = stop(process)
     assert process.returncode != 0, output[-3000:]
     assert "cannot require it" in output and "adaptive-retrieval serve" in output, output[-3000:]
+
+
+# -- issue 41: the seams of the served app (real HTTP, the app `adaptive-retrieval serve` runs) ----------------------
+
+BAD_CHAT_PARTS: list[tuple[str, Any]] = [
+    ("text null", [{"type": "text", "text": None}]),
+    ("text a number", [{"type": "text", "text": 123}]),
+    ("text a list", [{"type": "text", "text": ["a"]}]),
+    ("text missing", [{"type": "text"}]),
+    ("part a string", ["What is a lambda?"]),
+    ("part without a type", [{"text": "What is a lambda?"}]),
+    ("only an image", [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]),
+]
+
+
+def _chat_with_parts(parts: Any, earlier: str | None = None) -> dict[str, Any]:
+    messages = [{"role": "user", "content": earlier}, {"role": "assistant", "content": "..."}] if earlier else []
+    return {"model": "query", "messages": [*messages, {"role": "user", "content": parts}]}
+
+
+def test_chat_content_parts_of_the_wrong_type_get_a_4xx(served: dict[str, Any]) -> None:
+    """Issue 41 #10: a text part whose text is null, a number or a list answered 500 (a TypeError joining them)."""
+    for label, parts in BAD_CHAT_PARTS:
+        response = served["client"].post("/v1/chat/completions", json=_chat_with_parts(parts))
+        assert response.status_code == 400, f"{label}: {response.status_code} {response.text[:300]}"
+        assert "content part" in response.text.lower() or "no text question" in response.text, (label, response.text)
+
+
+def test_an_image_only_last_message_is_not_answered_with_an_older_question(served: dict[str, Any]) -> None:
+    """Issue 41 #11: the last user message held only an image, and the answer was retrieved for the question before
+    it, as if that were what was asked. Now: 400, saying there is no text question (and which parts there were)."""
+    image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    response = served["client"].post("/v1/chat/completions", json=_chat_with_parts(image, earlier="What is a lambda?"))
+    assert response.status_code == 400, response.text[:300]
+    assert "no text question (only image_url parts)" in response.json()["detail"]
+    text = [{"type": "text", "text": "What is a lambda?"}, *image]
+    answered = served["client"].post("/v1/chat/completions", json=_chat_with_parts(text, earlier="try statement"))
+    assert answered.status_code == 200 and "lambda" in answered.json()["choices"][0]["message"]["content"].lower()
+
+
+def test_a_page_of_the_same_host_but_another_scheme_is_another_origin(served: dict[str, Any]) -> None:
+    """Issue 41 #11: the same-origin check compared host and port only, so a page at https://127.0.0.1:PORT could
+    write to http://127.0.0.1:PORT. An origin is scheme, host and port."""
+    client, url = served["client"], served["url"]
+    host = httpx.URL(url).netloc.decode()
+    upload = [("files", ("scheme.md", "# Scheme\n\nThe schemewombat lives here."))]
+    refused = client.post("/indexing/run", files=upload, headers={"origin": f"https://{host}"})
+    assert refused.status_code == 403, refused.text[:300]
+    assert "Cross-site request refused" in refused.json()["detail"]
+    own = client.post("/query/run", json={"query": "lambda"}, headers={"origin": f"http://{host}"})
+    assert own.status_code == 200, own.text[:300]
+
+
+def test_a_foreign_page_cannot_open_the_mcp_stream(served: dict[str, Any]) -> None:
+    """Issue 41 #11: a cross-origin `GET /mcp` got 200 and an open event stream. MCP asks servers to check Origin on
+    every request: refused (403), whatever the method."""
+    headers = {"origin": "http://evil.example", "accept": "text/event-stream"}
+    with httpx.Client(base_url=served["url"], timeout=httpx.Timeout(10, read=5)) as client:
+        with client.stream("GET", "/mcp", headers=headers) as response:
+            status = response.status_code
+        assert status == 403, status
+        assert client.delete("/mcp", headers={"origin": "http://evil.example"}).status_code == 403
+        site = client.get("/mcp", headers={"sec-fetch-site": "cross-site", "accept": "text/event-stream"})
+        assert site.status_code == 403
+
+
+@pytest.mark.parametrize("request_id", [{}, {"a": 1}, [1], True])
+def test_an_mcp_request_id_must_be_a_string_a_number_or_null(served: dict[str, Any], request_id: Any) -> None:
+    """Issue 41 #11: `"id": {}` was taken for a notification (202 Accepted, no answer). JSON-RPC 2.0 allows a string,
+    a number or null: anything else is an invalid request (-32600)."""
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+    headers = {"accept": "application/json, text/event-stream"}
+    response = served["client"].post("/mcp", json=body, headers=headers)
+    assert response.status_code == 400, (response.status_code, response.text[:300])
+    error = response.json()["error"]
+    assert error["code"] == -32600 and "id must be" in error["message"], error
+
+
+def test_a_422_echoes_a_bounded_part_of_the_input(served: dict[str, Any]) -> None:
+    """Issue 41 #11: a 422 echoed a 5 MB input back whole. The echo is cut, and says how long the input was."""
+    huge = "x" * 5_000_000
+    response = served["client"].post("/query/run", json={"query": huge})
+    assert response.status_code == 422
+    assert len(response.content) < 5_000, len(response.content)
+    assert "(5000000 characters)" in response.text
+    unknown = served["client"].post("/query/run", json={"query": "lambda", huge: 1})
+    assert unknown.status_code == 422 and len(unknown.content) < 5_000, len(unknown.content)
+
+
+def test_filters_are_refused_not_dropped(served: dict[str, Any]) -> None:
+    """Issue 41 #11 (the `serve` half; plain `hayhooks run` below): metadata filters are not implemented; a request
+    that sends them gets 422, never an unfiltered answer."""
+    response = served["client"].post("/query/run", json={"query": "lambda", "filters": {"field": "meta.x"}})
+    assert response.status_code == 422 and "filters are not supported" in response.text, response.text[:300]
+    assert served["client"].post("/query/run", json={"query": "lambda", "filters": None}).status_code == 200
+
+
+def test_plain_hayhooks_run_agrees_with_serve_and_leaves_no_owner_file(tmp_path: Path) -> None:
+    """Issue 41 #10/#11 under plain `HAYHOOKS_DURABLE_MODE=true hayhooks run`: chat content parts of the wrong type
+    and an image-only last message get a 4xx (not 500, not an older question's answer), `filters` gets 422 (it was
+    dropped without a word), and SIGTERM leaves no `<store>.server.json` behind (uvicorn ends the process with the
+    signal it caught, so no `atexit` ran)."""
+    import signal
+
+    process, url = _start_hayhooks(REPO / "pipelines", tmp_path, HAYHOOKS_DURABLE_MODE="true")
+    owner = tmp_path / "qdrant.server.json"
+    try:
+        status = _wait_status(process, url, 3)
+        assert sorted(status.get("pipelines", [])) == ["diagrams", "indexing", "query"], status
+        assert json.loads(owner.read_text())["pid"] == process.pid
+        with httpx.Client(base_url=url, timeout=120) as client:
+            for label, parts in BAD_CHAT_PARTS:
+                response = client.post("/v1/chat/completions", json=_chat_with_parts(parts, earlier="lambda"))
+                assert response.status_code == 400, f"{label}: {response.status_code} {response.text[:300]}"
+            filtered = client.post("/query/run", json={"query": "lambda", "filters": {"field": "meta.source"}})
+            assert filtered.status_code == 422 and "filters are not supported" in filtered.text, filtered.text[:300]
+            assert client.post("/query/run", json={"query": "lambda"}).status_code == 200
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+        deadline = time.monotonic() + 20
+        while owner.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not owner.exists(), "plain hayhooks run left its owner file after SIGTERM"
+    finally:
+        if process.poll() is None:
+            stop(process)
