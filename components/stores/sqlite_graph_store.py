@@ -47,6 +47,7 @@ from adaptive_retrieval.components.stores.sqlite_schema import (
     REGISTRY,
     REGISTRY_LOCK,
     GraphNotFoundError,
+    GraphNotWritableError,
     GraphStoreDamagedError,
     SharedConnection,
     batches,
@@ -59,7 +60,13 @@ from adaptive_retrieval.components.stores.sqlite_schema import (
 logger = logging.getLogger(__name__)
 
 # The store's public surface: its errors and the registry's reset live in sqlite_schema.py, named here too.
-__all__ = ["GraphNotFoundError", "GraphStoreDamagedError", "SQLiteGraphStore", "release_all_connections"]
+__all__ = [
+    "GraphNotFoundError",
+    "GraphNotWritableError",
+    "GraphStoreDamagedError",
+    "SQLiteGraphStore",
+    "release_all_connections",
+]
 
 
 class SQLiteGraphStore(GraphStoreBase):
