@@ -16,6 +16,7 @@ from haystack.components.converters import TextFileToDocument
 from haystack.components.joiners import DocumentJoiner
 from haystack.components.preprocessors import DocumentCleaner
 from haystack.components.routers import FileTypeRouter
+from haystack.dataclasses import ByteStream
 
 from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
@@ -49,6 +50,7 @@ from adaptive_retrieval.pipelines.file_checks import content_problem, unreadable
 from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
+from adaptive_retrieval.pipelines.text_encodings import as_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +187,19 @@ def file_hash(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def source_stream(path: Path, data: bytes) -> ByteStream:
+    """The bytes of ``path`` as read, for the pipeline: the converters parse exactly the bytes that were hashed
+    (a file edited while it is indexed can no longer be indexed as one version and recorded as another). Text
+    with a byte-order mark (UTF-16, UTF-32) goes on as UTF-8."""
+    mime_type = SUPPORTED_SUFFIXES[path.suffix.lower()]
+    text = mime_type != "application/pdf"
+    return ByteStream(
+        data=as_utf8(data) if text else data,
+        meta={"file_path": str(path), **({"encoding": "utf-8"} if text else {})},
+        mime_type=mime_type,
+    )
+
+
 def store_of(pipeline: Pipeline) -> Any:
     """The document store of the pipeline's writer."""
     return pipeline.get_component("writer").document_store
@@ -196,12 +211,8 @@ def indexed_hashes(store: Any, sources: list[str]) -> dict[str, str]:
     return {s: str(r.get("source_hash", "")) for s, r in records.items() if r.get("state") == STATE_COMPLETE}
 
 
-def extraction_problem(path: Path) -> str:
-    """Why ``path`` yielded no text, as far as can be told from its bytes (for the failure message)."""
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        return unreadable(path, err)
+def extraction_problem(path: Path, data: bytes) -> str:
+    """Why ``path`` (read as ``data``) yielded no text, as far as can be told from its bytes (for the message)."""
     if path.suffix.lower() == ".pdf" and data.startswith(b"%PDF"):
         return "no text could be extracted from the PDF (broken, encrypted or scanned images only)"
     return content_problem(path.name, data) or "no text left after extraction and cleaning"
@@ -280,29 +291,42 @@ class _Run:
         for source, (reason, kind) in problems.items():
             self.fail(source, reason + ("; the version indexed before is kept" if source in kept else ""), kind)
 
-    def check_contents(self, todo: list[Path], limits: Limits, chunk_words: int) -> list[Path]:
-        """The files of ``todo`` whose bytes can be indexed (:func:`content_problem`, then the size limits); the
-        others are refused before any work (see :meth:`refuse`)."""
+    def read_batch(self, batch: list[Path], limits: Limits, chunk_words: int) -> dict[Path, bytes]:
+        """Read each file of ``batch`` once: the bytes it holds now are what is checked, hashed (the hash the
+        manifest records) and indexed. Files whose bytes cannot be indexed (:func:`content_problem`, then the size
+        limits) are refused before any work (see :meth:`refuse`); returns the others' bytes."""
         problems: dict[str, tuple[str, str]] = {}
-        for path in todo:
+        read: dict[Path, bytes] = {}
+        for path in batch:
             try:
                 data = path.read_bytes()
             except OSError as err:
                 problems[str(path)] = (unreadable(path, err), UNREADABLE)
                 continue
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != self.hashes[str(path)]:
+                logger.info("%s changed since it was hashed: the content read now is indexed", path)
+                self.hashes[str(path)] = digest
             if problem := content_problem(path.name, data) or limits.content_problem(path.name, data, chunk_words):
                 problems[str(path)] = (problem, REFUSED)
+                continue
+            read[path] = data
         self.refuse(problems)
-        return [f for f in todo if str(f) not in problems]
+        return read
 
-    def index_batch(self, pipeline: Pipeline, batch: list[Path], keep: set[str]) -> None:
-        """Run the pipeline on one batch in the manifest protocol's order (see :func:`index_paths`)."""
+    def index_batch(self, pipeline: Pipeline, read: dict[Path, bytes], keep: set[str]) -> None:
+        """Run the pipeline on one batch of files (their bytes as read) in the manifest protocol's order (see
+        :func:`index_paths`)."""
+        batch = list(read)
+        if not batch:
+            return
         write_manifests(
             self.store, [pending_record(str(f), self.hashes[str(f)], self.records.get(str(f))) for f in batch]
         )
         fault_point("index.after_pending")
+        sources = [source_stream(f, read[f]) for f in batch]
         result = pipeline.run(
-            {"file_router": {"sources": batch, "meta": [{"source_hash": self.hashes[str(f)]} for f in batch]}},
+            {"file_router": {"sources": sources, "meta": [{"source_hash": self.hashes[str(f)]} for f in batch]}},
             include_outputs_from=keep,
         )
         fault_point("index.after_pipeline")
@@ -313,7 +337,7 @@ class _Run:
         problems = {r["source"]: (r["reason"], REFUSED) for r in result.get(GUARD, {}).get("refused", [])}
         for path in batch:
             if str(path) not in problems and not (str(path) in produced and produced[str(path)].chunk_ids):
-                problems[str(path)] = (extraction_problem(path), NO_TEXT)
+                problems[str(path)] = (extraction_problem(path, read[path]), NO_TEXT)
         self.refuse(problems)
         done = {s: n for s, n in produced.items() if s in self.hashes and n.chunk_ids and s not in problems}
         missing = missing_nodes(self.store, self.graph_store, done)
@@ -388,17 +412,17 @@ def index_paths(
     write_manifests(store, [kept_record(s, run.records[s], None, None) for s in back])
     names = {name for name, _ in pipeline.walk()}
     chunk_words = int(getattr(pipeline.get_component("splitter"), "chunk_words", 180)) if "splitter" in names else 180
-    todo_run = run.check_contents(todo, limits or Limits.from_env(), chunk_words)
+    limits = limits or Limits.from_env()
     keep = {n for n in ("section_tree", GUARD, "splitter", "entity_extractor") if n in names}
     finished = 0
-    for batch in file_batches(todo_run, batch_files, batch_bytes):
+    for batch in file_batches(todo, batch_files, batch_bytes):
         if check is not None:
             check(batch)
-        logger.info("Indexing files %d-%d of %d", finished + 1, finished + len(batch), len(todo_run))
-        run.index_batch(pipeline, batch, keep)
+        logger.info("Indexing files %d-%d of %d", finished + 1, finished + len(batch), len(todo))
+        run.index_batch(pipeline, run.read_batch(batch, limits, chunk_words), keep)
         finished += len(batch)
         if progress is not None:
-            progress(finished, len(todo_run))
+            progress(finished, len(todo))
     optimize_store(store)
     return {
         "files": len(files),

@@ -135,8 +135,13 @@ class StructuredConverter:
         if kind == "pdf":
             with _quiet("pypdf", source):
                 return parse_pdf(stream.data)
-        text = stream.data.decode(stream.meta.get("encoding") or "utf-8", errors="replace")
-        return parse_markdown(text) if kind == "markdown" else parse_html(stream.data)
+        encoding = stream.meta.get("encoding")
+        text = stream.data.decode(encoding or "utf-8", errors="replace")
+        if kind == "markdown":
+            return parse_markdown(text)
+        # Bytes let lxml follow the page's <meta charset>; a stream whose encoding is known (the indexer decodes
+        # UTF-16 to UTF-8) goes as text, or a stale charset="utf-16" would make lxml read UTF-8 bytes as UTF-16.
+        return parse_html(text if encoding else stream.data)
 
     @component.output_types(documents=list[Document])
     def run(

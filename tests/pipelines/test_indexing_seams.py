@@ -1,0 +1,76 @@
+"""Where indexing meets the files a user points at (issue 41): files edited while they are indexed, text with a
+byte-order mark, symlinks that leave the folder, markup nested past the parser's limit, two indexers on one new
+store. Real parts: the YAML indexing pipeline over a Qdrant Edge folder and the SQLite graph, and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adaptive_retrieval.components.indexing.manifest import index_stats, read_manifests
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+
+
+@pytest.fixture
+def indexing(store_path: str) -> Any:
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+
+    pipeline = load_pipeline("indexing", path=store_path)
+    for _, instance in pipeline.walk():
+        if hasattr(instance, "progress_bar"):
+            instance.progress_bar = False
+    return pipeline
+
+
+def _contents(pipeline: Any, source: Path) -> str:
+    docs = store_of(pipeline).filter_documents({"field": "meta.source", "operator": "==", "value": str(source)})
+    return " ".join(d.content or "" for d in docs)
+
+
+def test_a_file_edited_while_indexed_and_reverted_is_indexed_again(indexing: Any, tmp_path: Path) -> None:
+    """Issue 41 #7: the file was hashed, then edited before the pipeline read it, then reverted: the index kept the
+    edited text under the original hash, and the next run called it unchanged. The bytes indexed are the bytes
+    hashed, so the reverted file differs from the record and is indexed again."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    note = docs / "note.md"
+    original = "# Note\n\nThe walrus rests on the ice floe all afternoon.\n"
+    note.write_text(original, encoding="utf-8")
+
+    def edit_before_the_batch_runs(batch: list[Path]) -> None:
+        note.write_text("# Note\n\nThe narwhal dives under the pack ice at dawn.\n", encoding="utf-8")
+
+    assert index_paths(indexing, [docs], check=edit_before_the_batch_runs)["indexed"] == 1
+    assert "narwhal" in _contents(indexing, note)
+    note.write_text(original, encoding="utf-8")  # reverted afterwards
+
+    again = index_paths(indexing, [docs])
+    assert again["indexed"] == 1 and again["skipped"] == 0, again
+    assert "walrus" in _contents(indexing, note) and "narwhal" not in _contents(indexing, note)
+    stats = index_stats(store_of(indexing), graph_store_of(indexing))["sources"][str(note)]
+    assert stats["state"] == "complete"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_text_with_a_byte_order_mark_is_decoded(indexing: Any, tmp_path: Path, encoding: str) -> None:
+    """Issue 41 #11: UTF-16 text with a BOM (what Windows editors save as "Unicode") was refused as binary."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = "# Ünïcode note\n\nThe quokka smiles at the camera on Rottnest Island.\n"
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = b"\xfe\xff" + data
+    for suffix in (".md", ".txt", ".html"):
+        html = '<html><head><meta charset="utf-16"></head><body><h1>Ünïcode</h1><p>The quokka smiles.</p></body></html>'
+        body = text if suffix != ".html" else html
+        payload = body.encode(encoding) if encoding != "utf-16-be" else b"\xfe\xff" + body.encode(encoding)
+        (docs / f"note{suffix}").write_bytes(payload if suffix != ".md" else data)
+    counts = index_paths(indexing, [docs])
+    assert counts["failed"] == [] and counts["indexed"] == 3, counts
+    for suffix in (".md", ".txt", ".html"):
+        contents = _contents(indexing, (docs / f"note{suffix}").resolve())
+        assert "quokka smiles" in contents and "\ufeff" not in contents and "\x00" not in contents, contents
+    records = read_manifests(store_of(indexing))
+    assert all(r["state"] == "complete" for r in records.values())
