@@ -125,6 +125,10 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     )
     if counts.get("redone"):
         print(f"{counts['redone']} source(s) left unfinished by an earlier run were redone", file=out)
+    for partial in counts.get("partial", []):
+        print(f"partial: {partial['source']}: {partial['reason']}", file=sys.stderr)
+    if counts.get("partial"):
+        print(f"warning: {len(counts['partial'])} file(s) indexed in part (`stats` lists them)", file=sys.stderr)
     for failure in counts.get("failed", []):
         print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
     if counts.get("failed"):

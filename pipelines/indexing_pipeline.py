@@ -40,6 +40,7 @@ from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDoc
 from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
 from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
 from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard
+from adaptive_retrieval.components.indexing.structure.blocks import Coverage, text_units
 from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE, STATE_FAILED
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
@@ -50,7 +51,7 @@ from adaptive_retrieval.pipelines.file_checks import content_problem, unreadable
 from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
-from adaptive_retrieval.pipelines.text_encodings import as_utf8
+from adaptive_retrieval.pipelines.text_encodings import as_utf8, decode_text
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ BATCH_BYTES = 256 * 1024
 UNREADABLE, REFUSED, NO_TEXT = "unreadable", "refused", "yielded no text"
 #: The indexing pipeline's component that refuses sources by what splitting produced (see SourceLimitGuard).
 GUARD = "source_limits"
+#: The components that turn a file into text. StructuredConverter says in ``meta["extraction"]`` how much of a
+#: file's text it kept; for the others (Haystack's text converter) it is counted here.
+EXTRACTORS = ("txt_converter", "md_converter", "html_converter", "pdf_converter")
 
 
 def build_indexing_pipeline(
@@ -218,6 +222,23 @@ def extraction_problem(path: Path, data: bytes) -> str:
     return content_problem(path.name, data) or "no text left after extraction and cleaning"
 
 
+def extraction_shortfalls(result: dict[str, Any], read: dict[Path, bytes]) -> dict[str, str]:
+    """``{source: what was kept}`` for the files of ``read`` whose extractor kept less of their text than they hold
+    (:attr:`Coverage.short`), from the extractors' outputs in a pipeline ``result``."""
+    files = {str(path): data for path, data in read.items()}
+    short: dict[str, str] = {}
+    for name in EXTRACTORS:
+        for doc in result.get(name, {}).get("documents", []):
+            source = str(doc.meta.get("file_path") or "")
+            coverage = Coverage.from_meta(doc.meta.get("extraction"))
+            if coverage is None and source in files and not source.lower().endswith(".pdf"):
+                total = text_units(decode_text(files[source]))
+                coverage = Coverage(kept=min(text_units(doc.content or ""), total), total=total)
+            if coverage is not None and coverage.short:
+                short[source] = coverage.describe()
+    return short
+
+
 def _unfinished_files(unfinished: list[str], seen: set[str]) -> list[Path]:
     return [
         Path(s)
@@ -259,6 +280,8 @@ class _Run:
     deleted: int = 0
     completed: set[str] = field(default_factory=set)
     failed: list[dict[str, str]] = field(default_factory=list)
+    #: Sources indexed from a file read only in part: ``{source: what was kept}``.
+    partial: dict[str, str] = field(default_factory=dict)
 
     def hash_files(self, files: list[Path]) -> None:
         """Hash every file; one that cannot be read is a failure of its own, and the others go on."""
@@ -344,8 +367,14 @@ class _Run:
         if missing:
             msg = "Indexing did not store every node: " + "; ".join(f"{s}: {p}" for s, p in missing.items())
             raise RuntimeError(msg)
+        short = extraction_shortfalls(result, read)
+        for source in short.keys() & done.keys():
+            logger.warning("Indexed in part: %s: %s", source, short[source])
+            self.partial[source] = short[source]
         fault_point("index.before_complete")
-        write_manifests(self.store, [complete_record(s, self.hashes[s], n) for s, n in done.items()])
+        write_manifests(
+            self.store, [complete_record(s, self.hashes[s], n, partial=short.get(s)) for s, n in done.items()]
+        )
         self.completed.update(done)
 
 
@@ -387,7 +416,9 @@ def index_paths(
         the variable that raises it in the reason.
     :param batch_bytes: at most this many bytes of files per pipeline run (see :func:`file_batches`).
     :returns: counts ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``, ``redone``
-        (unfinished sources redone) and ``failed`` (``[{"source", "reason", "kind"}]``).
+        (unfinished sources redone), ``failed`` (``[{"source", "reason", "kind"}]``) and ``partial``
+        (``[{"source", "reason"}]``: indexed, but their file was read only in part, e.g. a PDF page that could not
+        be read; ``stats`` shows them as ``partial``).
     :raises TypeError: when ``paths`` is a string or bytes rather than a list of them.
     """
     if isinstance(paths, (str, bytes, os.PathLike)):
@@ -413,7 +444,7 @@ def index_paths(
     names = {name for name, _ in pipeline.walk()}
     chunk_words = int(getattr(pipeline.get_component("splitter"), "chunk_words", 180)) if "splitter" in names else 180
     limits = limits or Limits.from_env()
-    keep = {n for n in ("section_tree", GUARD, "splitter", "entity_extractor") if n in names}
+    keep = {n for n in ("section_tree", GUARD, "splitter", "entity_extractor", *EXTRACTORS) if n in names}
     finished = 0
     for batch in file_batches(todo, batch_files, batch_bytes):
         if check is not None:
@@ -432,6 +463,7 @@ def index_paths(
         "chunks_deleted": run.deleted,
         "redone": len(set(state.unfinished) & {str(f) for f in todo}),
         "failed": run.failed,
+        "partial": [{"source": s, "reason": r} for s, r in sorted(run.partial.items())],
     }
 
 

@@ -198,6 +198,7 @@ class IndexResponse(BaseModel):
     chunks_deleted: int
     redone: int = Field(0, description="Sources an interrupted earlier run left unfinished, indexed again")
     failed: list[dict[str, str]] = Field(default_factory=list, description="Files that yielded no text: source, reason")
+    partial: list[dict[str, str]] = Field(default_factory=list, description="Files indexed in part: source, reason")
     sources: list[str] = Field(default_factory=list, description="Source names of the files, as stored in meta")
     uploads: list[StoredUpload] = Field(default_factory=list, description="Each file's name as sent and as stored")
     replaced: list[Replacement] = Field(

@@ -113,7 +113,10 @@ class StructuredConverter:
     ``{"section_path": [...], "text": ...}``
     (:class:`~adaptive_retrieval.components.indexing.section_splitter.SectionSplitter` splits along them and does not
     copy them to chunks); ``content`` is the blocks' text; ``meta["title"]`` is the title the format states (PDF
-    metadata or largest first-page text, ``<title>``, a lone ``#`` heading). Text is NFKC-normalised (PDF ligatures).
+    metadata or largest first-page text, ``<title>``, a lone ``#`` heading); ``meta["extraction"]`` says how much of
+    the file's text the parser kept (:class:`~adaptive_retrieval.components.indexing.structure.blocks.Coverage`:
+    ``kept``, ``total``, ``unit``, ``share``, ``note``), so that a file read only in part is reported, not passed off
+    as whole. Text is NFKC-normalised (PDF ligatures).
     pypdf's warnings (odd fonts, repaired cross-reference tables) are counted and logged as one INFO line per file.
 
     A file that cannot be read or holds no text is skipped with a warning, as Haystack's converters do.
@@ -173,6 +176,10 @@ class StructuredConverter:
                 continue
             structure = Parsed(title=parsed.title, blocks=blocks)
             doc_meta = {**stream.meta, **extra, "structure": structure.to_meta()}
+            if parsed.coverage is not None:
+                doc_meta["extraction"] = parsed.coverage.to_meta()
+                if parsed.coverage.short:
+                    logger.warning("%s was read in part: %s", name, parsed.coverage.describe())
             if parsed.title and "title" not in extra:
                 doc_meta["title"] = _nfkc(parsed.title)
             if "file_path" in doc_meta and not self.store_full_path:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from broken_files import pdf_with_a_lost_page
 
 from adaptive_retrieval.components.indexing.manifest import index_stats, read_manifests
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
@@ -74,3 +75,62 @@ def test_text_with_a_byte_order_mark_is_decoded(indexing: Any, tmp_path: Path, e
         assert "quokka smiles" in contents and "\ufeff" not in contents and "\x00" not in contents, contents
     records = read_manifests(store_of(indexing))
     assert all(r["state"] == "complete" for r in records.values())
+
+
+def test_deep_legacy_html_is_indexed_whole(indexing: Any, tmp_path: Path) -> None:
+    """Issue 41 #5: 400 unclosed ``<p><font>``: everything after ~127 paragraphs was lost, and indexing said success."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "legacy.html"
+    page.write_text("".join(f"<p><font>Paragraph {i} about the tern colony word{i}." for i in range(400)))
+    counts = index_paths(indexing, [docs])
+    assert counts["indexed"] == 1 and counts["partial"] == [] and counts["failed"] == [], counts
+    contents = _contents(indexing, page)
+    assert all(f"word{i}." in contents for i in (0, 127, 128, 250, 399))
+    assert index_stats(store_of(indexing), graph_store_of(indexing))["sources"][str(page)]["state"] == "complete"
+
+
+def test_a_file_read_in_part_is_partial_in_the_result_and_in_stats(
+    indexing: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose extractor kept less of its text than it holds is indexed (what was read is searchable) but
+    never passed off as whole: ``index_paths`` lists it in ``partial``, ``stats`` shows it ``partial`` with why."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    paper = docs / "paper.pdf"
+    paper.write_bytes(pdf_with_a_lost_page())
+    (docs / "whole.md").write_text("# Whole\n\nEvery word of this note is read.\n", encoding="utf-8")
+    counts = index_paths(indexing, [docs])
+    assert counts["indexed"] == 2, counts
+    assert [p["source"] for p in counts["partial"]] == [str(paper)]
+    assert "kept 2 of 3 pages" in counts["partial"][0]["reason"]
+    rows = index_stats(store_of(indexing), graph_store_of(indexing))["sources"]
+    assert rows[str(paper)]["state"] == "partial" and "kept 2 of 3 pages" in rows[str(paper)]["reason"]
+    assert rows[str(docs / "whole.md")]["state"] == "complete"
+    # Unchanged, it stays partial (the next run cannot read more of it) and is not indexed again.
+    again = index_paths(indexing, [docs])
+    assert again["skipped"] == 2 and again["partial"] == []
+    assert index_stats(store_of(indexing), graph_store_of(indexing))["sources"][str(paper)]["state"] == "partial"
+
+
+def test_the_cli_says_which_files_were_indexed_in_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+    from adaptive_retrieval.pipelines.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "paper.pdf").write_bytes(pdf_with_a_lost_page())
+    store = str(tmp_path / "index" / "qdrant")
+    assert main(["index", "--store", store, str(docs)], out=io.StringIO()) == 0
+    release_all_clients()
+    release_all_connections()
+    err = capsys.readouterr().err
+    assert f"partial: {docs / 'paper.pdf'}: kept 2 of 3 pages" in err and "1 file(s) indexed in part" in err
+    out = io.StringIO()
+    assert main(["stats", "--store", store], out=out) == 1
+    release_all_clients()
+    release_all_connections()
+    assert "partial" in out.getvalue()
