@@ -49,6 +49,7 @@ from adaptive_retrieval.components.models.sparse_document_embedder import Bm25Do
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.pipelines.file_checks import content_problem, unreadable
 from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
+from adaptive_retrieval.pipelines.file_walk import find_files
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 from adaptive_retrieval.pipelines.text_encodings import as_utf8, decode_text
@@ -172,17 +173,11 @@ def _add_conversion(p: Pipeline, chunk_words: int) -> None:
     p.connect("splitter.documents", f"{GUARD}.documents")
 
 
-def collect_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Supported files under ``paths`` (files or folders, recursive), sorted, as absolute paths."""
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw).expanduser().resolve()
-        if not path.exists():
-            msg = f"{path} does not exist"
-            raise FileNotFoundError(msg)
-        candidates = sorted(path.rglob("*")) if path.is_dir() else [path]
-        files.extend(f for f in candidates if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES)
-    return sorted(set(files))
+def collect_files(paths: Iterable[str | Path], follow_symlinks: bool = False) -> list[Path]:
+    """Supported files under ``paths`` (files or folders, recursive), sorted, as absolute paths; links met inside a
+    folder are not followed unless ``follow_symlinks`` (:func:`~adaptive_retrieval.pipelines.file_walk.find_files`
+    also says which were skipped)."""
+    return find_files(paths, follow_symlinks).files
 
 
 def file_hash(path: Path) -> str:
@@ -393,6 +388,7 @@ def index_paths(
     check: Callable[[list[Path]], None] | None = None,
     limits: Limits | None = None,
     batch_bytes: int = BATCH_BYTES,
+    follow_symlinks: bool = False,
 ) -> dict[str, Any]:
     """Index the supported files under ``paths`` with an indexing pipeline (built or loaded from YAML).
 
@@ -415,16 +411,22 @@ def index_paths(
     :param limits: per-file size limits checked from the bytes (default :meth:`Limits.from_env`), with the limit and
         the variable that raises it in the reason.
     :param batch_bytes: at most this many bytes of files per pipeline run (see :func:`file_batches`).
+    :param follow_symlinks: follow symbolic links met inside a folder, wherever they point; off (the default), a
+        folder is never left and each link is listed in ``links_skipped`` (a path given in ``paths`` is read even
+        when it is a link: it was named).
     :returns: counts ``files``, ``indexed``, ``skipped``, ``chunks_written``, ``chunks_deleted``, ``redone``
         (unfinished sources redone), ``failed`` (``[{"source", "reason", "kind"}]``) and ``partial``
         (``[{"source", "reason"}]``: indexed, but their file was read only in part, e.g. a PDF page that could not
-        be read; ``stats`` shows them as ``partial``).
+        be read; ``stats`` shows them as ``partial``) and ``links_skipped`` (``[{"path", "target", "reason"}]``).
     :raises TypeError: when ``paths`` is a string or bytes rather than a list of them.
     """
     if isinstance(paths, (str, bytes, os.PathLike)):
         msg = f"paths must be a list of files or folders, e.g. [{str(paths)!r}], not a single {type(paths).__name__}"
         raise TypeError(msg)
-    files = collect_files(paths)
+    found = find_files(paths, follow_symlinks)
+    for link in found.skipped_links:
+        logger.info("Not followed: the link %s -> %s: %s", link.path, link.target, link.reason)
+    files = found.files
     store, graph_store = store_of(pipeline), graph_store_of(pipeline)
     state = reconcile(store, graph_store)
     files = sorted(files + _unfinished_files(state.unfinished, {str(f) for f in files}))
@@ -464,6 +466,7 @@ def index_paths(
         "redone": len(set(state.unfinished) & {str(f) for f in todo}),
         "failed": run.failed,
         "partial": [{"source": s, "reason": r} for s, r in sorted(run.partial.items())],
+        "links_skipped": [link.to_dict() for link in found.skipped_links],
     }
 
 

@@ -134,3 +134,63 @@ def test_the_cli_says_which_files_were_indexed_in_part(tmp_path: Path, capsys: p
     release_all_clients()
     release_all_connections()
     assert "partial" in out.getvalue()
+
+
+@pytest.fixture
+def linked_folder(tmp_path: Path) -> Path:
+    """``docs/`` with a note, a link to a file outside, a link to a folder outside, a link inside and a loop."""
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "secret.md").write_text("# Secret\n\nThe vault combination is kestrel-4471.\n", encoding="utf-8")
+    (outside / "dir" / "other.md").write_text("# Other\n\nThe heron ledger is private.\n", encoding="utf-8")
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "note.md").write_text("# Note\n\nThe puffin nests on the cliff.\n", encoding="utf-8")
+    (docs / "secret.md").symlink_to(outside / "secret.md")
+    (docs / "elsewhere").symlink_to(outside / "dir")
+    (docs / "sub" / "again.md").symlink_to(docs / "note.md")
+    (docs / "sub" / "loop").symlink_to(docs)
+    return docs
+
+
+def test_links_out_of_the_folder_are_not_followed_and_are_listed(indexing: Any, linked_folder: Path) -> None:
+    """Issue 41 #4: ``index docs/`` followed a link inside the folder to a file outside it and indexed it. The
+    folder is not left unless asked; each link not followed is in the result, with where it points."""
+    counts = index_paths(indexing, [linked_folder])
+    assert counts["indexed"] == 1 and counts["files"] == 1, counts
+    skipped = {Path(link["path"]).name: link for link in counts["links_skipped"]}
+    assert set(skipped) == {"secret.md", "elsewhere", "again.md", "loop"}
+    assert "outside the folder" in skipped["secret.md"]["reason"] and skipped["secret.md"]["target"].endswith(
+        "outside/secret.md"
+    )
+    assert "outside the folder" in skipped["elsewhere"]["reason"]
+    assert "inside the folder" in skipped["again.md"]["reason"]
+    sources = set(read_manifests(store_of(indexing)))
+    assert sources == {str(linked_folder / "note.md")}
+    assert "kestrel" not in " ".join(d.content or "" for d in store_of(indexing).filter_documents())
+
+
+def test_links_are_followed_when_asked(indexing: Any, linked_folder: Path) -> None:
+    counts = index_paths(indexing, [linked_folder], follow_symlinks=True)
+    assert counts["indexed"] == 3, counts
+    sources = set(read_manifests(store_of(indexing)))
+    # Under the names the user sees in the folder; the link inside and the loop still count once.
+    assert sources == {str(linked_folder / n) for n in ("note.md", "secret.md", "elsewhere/other.md")}
+
+
+def test_the_cli_says_which_links_it_did_not_follow(
+    linked_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+    from adaptive_retrieval.pipelines.cli import main
+
+    out = io.StringIO()
+    assert main(["index", "--store", str(tmp_path / "index" / "qdrant"), str(linked_folder)], out=out) == 0
+    release_all_clients()
+    release_all_connections()
+    err = capsys.readouterr().err
+    assert f"skipped: {linked_folder / 'secret.md'} -> {tmp_path / 'outside' / 'secret.md'}: it points outside" in err
+    assert "1 files: 1 indexed" in out.getvalue() and "4 link(s) not followed" in out.getvalue()
