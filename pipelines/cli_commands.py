@@ -297,6 +297,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     """Show what an index holds per source (chunks, summaries, graph chunks, entities, hash, state) and totals;
     exits 1 when a source is not complete. ``--verify`` also checks every node, vector and graph record against
     the manifest records and prints one line per problem with the command that repairs it."""
+    from adaptive_retrieval.components.indexing.index_identity import graph_problem
     from adaptive_retrieval.components.indexing.manifest import index_stats
     from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
@@ -307,6 +308,8 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(msg)
     store = make_store(create=False, **overrides)  # stats never create an index, nor write to its graph
     graph = make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
+    if problem := graph_problem(store, graph):  # another index's graph: its counts would describe that index
+        raise CliError(problem)
     stats = index_stats(store, graph)
     if args.json and not args.verify:
         print(json.dumps(stats, indent=2), file=out)

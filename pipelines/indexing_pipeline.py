@@ -22,6 +22,7 @@ from adaptive_retrieval.components.indexing.community_detector import CommunityD
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.faults import fault_point
 from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
+from adaptive_retrieval.components.indexing.index_identity import claim_graph
 from adaptive_retrieval.components.indexing.manifest import (
     complete_record,
     kept_record,
@@ -394,9 +395,10 @@ def index_paths(
 
     Crash-safe per source: each source's manifest record (see :mod:`adaptive_retrieval.components.indexing.manifest`) is
     written ``indexing`` before its first node and ``complete`` only after every chunk, summary and graph record was
-    verified in both stores. Before indexing, the stores are reconciled and sources a crash left unfinished are
-    redone (also when not among ``paths``). Sources whose record is ``complete`` with the same SHA-256 are
-    skipped unless ``force``; changed files replace their chunks.
+    verified in both stores. Before indexing, the graph is claimed for this index (a graph another index wrote is
+    refused: :mod:`~adaptive_retrieval.components.indexing.index_identity`), the stores are reconciled and sources a
+    crash left unfinished are redone (also when not among ``paths``). Sources whose record is ``complete`` with the
+    same SHA-256 are skipped unless ``force``; changed files replace their chunks.
 
     A file that cannot be indexed is reported in ``failed`` (``source``, ``reason``, ``kind``) and the others go on:
     ``unreadable`` (permissions, I/O), ``refused`` (binary or not UTF-8, empty, over a size limit before any work,
@@ -428,6 +430,8 @@ def index_paths(
         logger.info("Not followed: the link %s -> %s: %s", link.path, link.target, link.reason)
     files = found.files
     store, graph_store = store_of(pipeline), graph_store_of(pipeline)
+    # Before anything is written or reconciled: a graph of another index is refused, never mixed into (or pruned).
+    claim_graph(store, graph_store)
     state = reconcile(store, graph_store)
     files = sorted(files + _unfinished_files(state.unfinished, {str(f) for f in files}))
     run = _Run(store, graph_store, records={})

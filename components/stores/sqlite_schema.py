@@ -156,7 +156,7 @@ def connect(key: str, create: bool) -> sqlite3.Connection:
         if reason := not_writable(key):
             raise not_writable_error(key, reason, err) from err
         raise
-    command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent / "qdrant"))
+    command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent))
     fix = f"move it away and index your files again (`{command}` redoes the sources the graph lacks)"
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
