@@ -18,6 +18,7 @@ from haystack.components.preprocessors import DocumentCleaner
 from haystack.components.routers import FileTypeRouter
 from haystack.dataclasses import ByteStream
 
+from adaptive_retrieval.components.ids import chunk_id, stable_id
 from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
 from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
 from adaptive_retrieval.components.indexing.faults import fault_point
@@ -47,6 +48,7 @@ from adaptive_retrieval.components.manifest_records import STATE_COMPLETE, STATE
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError, require_space, undoing
 from adaptive_retrieval.components.stores.graph_store import GraphStore
 from adaptive_retrieval.pipelines.file_checks import content_problem, unreadable
 from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
@@ -218,6 +220,25 @@ def extraction_problem(path: Path, data: bytes) -> str:
     return content_problem(path.name, data) or "no text left after extraction and cleaning"
 
 
+#: Bytes an embedded index may take per byte of file indexed (chunks and summaries with their text, payload, dense
+#: and sparse vectors in the write-ahead log and a segment: the store's own estimate is ~18 per character of text,
+#: and the graph's records), and per file (its first nodes' vectors and its manifest record).
+SPACE_PER_BYTE, SPACE_PER_FILE = 24, 64 * 1024
+
+
+def check_batch_space(store: Any, read: dict[Path, bytes]) -> None:
+    """Refuse a batch before anything of it is written when an embedded index's disk cannot hold what it may add
+    (:data:`SPACE_PER_BYTE` per byte read and :data:`SPACE_PER_FILE`, plus the margin): a refusal in the middle of
+    it has more to take back.
+
+    :raises InsufficientSpaceError: naming the space needed.
+    """
+    folder = getattr(store, "shard_path", None)
+    if folder is not None:
+        need = sum(SPACE_PER_BYTE * len(data) + SPACE_PER_FILE for data in read.values())
+        require_space(Path(folder), "index these files", need=need, need_for=f"{len(read)} file(s)")
+
+
 def extraction_shortfalls(result: dict[str, Any], read: dict[Path, bytes]) -> dict[str, str]:
     """``{source: what was kept}`` for the files of ``read`` whose extractor kept less of their text than they hold
     (:attr:`Coverage.short`), from the extractors' outputs in a pipeline ``result``."""
@@ -310,6 +331,55 @@ class _Run:
         for source, (reason, kind) in problems.items():
             self.fail(source, reason + ("; the version indexed before is kept" if source in kept else ""), kind)
 
+    def undo(self, pipeline: Pipeline, sources: list[str]) -> None:
+        """Take back what an interrupted batch wrote for ``sources`` (a write refused for disk space): the version
+        indexed before comes back when its chunks are whole (its graph records rebuilt from them when the batch
+        had already replaced those), otherwise the source's nodes and record go, so that none is left half-written
+        for a later, unrelated run to redo. Runs within the margin's reserve
+        (:func:`~adaptive_retrieval.components.stores.disk_space.undoing`)."""
+        with undoing():
+            try:
+                previous = {s: p for s in sources if (p := previous_version(self.records.get(s), self.hashes[s]))}
+                for record in previous.values():
+                    if not self._graph_holds(record):
+                        self._rebuild_graph(pipeline, record)
+                whole = looks_complete(self.store, previous, self.graph_store)
+                kept = {s: p for s, p in previous.items() if whole.get(s) and self._graph_holds(p)}
+                dropped = [s for s in sources if s not in kept]
+                for source in sorted(set(previous) - set(kept)):
+                    logger.warning("%s: the version indexed before was overwritten in part and is removed", source)
+                remove_sources(self.store, self.graph_store, dropped)
+                if self.graph_store is not None and dropped:
+                    # A source's graph records may be written before its chunks: by its doc id, whatever was stored.
+                    self.graph_store.delete_documents([stable_id(s) for s in dropped])
+                write_manifests(self.store, [kept_record(s, p, None, None) for s, p in kept.items()])
+            except Exception as err:  # the next run's reconciliation repairs what is left
+                logger.warning("Could not take back the interrupted batch (%s): the next run repairs it", err)
+
+    def _rebuild_graph(self, pipeline: Pipeline, record: dict[str, Any]) -> None:
+        """Write the graph records of a record's stored chunks again (the pipeline's entity extractor on them)."""
+        names = {name for name, _ in pipeline.walk()}
+        doc_id, chunks = str(record.get("source_doc_id") or ""), int(record.get("chunks") or 0)
+        if self.graph_store is None or "entity_extractor" not in names or not doc_id:
+            return
+        stored = self.store.get_documents_by_id([chunk_id(doc_id, i) for i in range(chunks)])
+        entities = pipeline.get_component("entity_extractor").run(documents=stored)["entities"]
+        self.graph_store.replace_chunks(entities)
+        logger.warning(
+            "%s: graph records of the version indexed before written again from its chunks", record["source"]
+        )
+
+    def _graph_holds(self, record: dict[str, Any]) -> bool:
+        """Whether the graph's chunks of a record's document are the stored chunks (not a newer version's that an
+        interrupted batch wrote before its chunks)."""
+        doc_id, chunks = str(record.get("source_doc_id") or ""), int(record.get("chunks") or 0)
+        if self.graph_store is None or not doc_id:
+            return True
+        ids = [chunk_id(doc_id, i) for i in range(chunks)]
+        stored = {d.id: d.content or "" for d in self.store.get_documents_by_id(ids)}
+        in_graph = self.graph_store.chunk_texts(ids)
+        return all(in_graph[i][1] == stored.get(i) for i in in_graph)
+
     def read_batch(self, batch: list[Path], limits: Limits, chunk_words: int) -> dict[Path, bytes]:
         """Read each file of ``batch`` once: the bytes it holds now are what is checked, hashed (the hash the
         manifest records) and indexed. Files whose bytes cannot be indexed (:func:`content_problem`, then the size
@@ -339,6 +409,7 @@ class _Run:
         batch = list(read)
         if not batch:
             return
+        check_batch_space(self.store, read)
         write_manifests(
             self.store, [pending_record(str(f), self.hashes[str(f)], self.records.get(str(f))) for f in batch]
         )
@@ -456,7 +527,13 @@ def index_paths(
         if check is not None:
             check(batch)
         logger.info("Indexing files %d-%d of %d", finished + 1, finished + len(batch), len(todo))
-        run.index_batch(pipeline, run.read_batch(batch, limits, chunk_words), keep)
+        read = run.read_batch(batch, limits, chunk_words)
+        try:
+            run.index_batch(pipeline, read, keep)
+        except Exception as err:
+            if isinstance(err, InsufficientSpaceError) or isinstance(err.__cause__, InsufficientSpaceError):
+                run.undo(pipeline, [str(f) for f in read])  # "nothing was written" holds for this batch
+            raise
         finished += len(batch)
         if progress is not None:
             progress(finished, len(todo))

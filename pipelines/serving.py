@@ -265,8 +265,12 @@ def write_upload(folder: Path, name: str, content: bytes) -> Path:
     path = folder / name
     # Write then rename, so a concurrent reader never sees half a file.
     partial = path.with_name(f".{name}.partial")
-    partial.write_bytes(content)
-    partial.replace(path)
+    try:
+        partial.write_bytes(content)
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise
     return path
 
 
