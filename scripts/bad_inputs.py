@@ -272,11 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from bad_inputs_cases import all_cases
+    from bad_inputs_indexing import indexing_cases
 
     folder = Path(tempfile.mkdtemp(prefix="bad-inputs-"))
     os.environ["XDG_DATA_HOME"] = str(folder / "xdg")  # nothing lands in the user's data folder
     ctx = Context(folder=folder, timeout=args.timeout)
-    cases = [c for c in all_cases() if c.interface in args.only and (c.quick or not args.quick)]
+    every = [*all_cases(), *indexing_cases()]
+    cases = [c for c in every if c.interface in args.only and (c.quick or not args.quick)]
     records: list[dict[str, Any]] = []
     try:
         build_index(ctx)
