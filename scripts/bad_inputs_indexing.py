@@ -529,7 +529,7 @@ def unicode_cases() -> list[Case]:
 
 
 class FullDisk:
-    """A 128 MB tmpfs holding an index served by its own ``adaptive-retrieval serve`` and a second index for the
+    """A 384 MB tmpfs holding an index served by its own ``adaptive-retrieval serve`` and a second index for the
     CLI, both indexed, then filled to just above the free-space margin."""
 
     margin_mb = 8
@@ -550,7 +550,7 @@ class FullDisk:
         from adaptive_retrieval.pipelines.app import free_port
 
         self.disk.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(self.disk)], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384m", "tmpfs", str(self.disk)], check=True)
         atexit.register(self.stop)
         env = {**os.environ, **self.env}
         env.pop("ADAPTIVE_API_TOKEN", None)
@@ -572,16 +572,21 @@ class FullDisk:
                 if len(httpx.get(f"{self.url}/status", timeout=5).json().get("pipelines", [])) >= 3:
                     break
             time.sleep(0.5)
-        first = httpx.post(f"{self.url}{UP}", files=[("files", ("kept.md", _note("fullkept")))], timeout=300)
-        first.raise_for_status()
+        for name, word in (("kept.md", "fullkept"), ("spare.md", "fullspare")):
+            first = httpx.post(f"{self.url}{UP}", files=[("files", (name, _note(word)))], timeout=300)
+            first.raise_for_status()
         self.fill()
 
-    def fill(self) -> None:
+    def fill(self, below_margin: bool = False) -> bool:
+        """Fill the disk to just above the margin (what a batch needs is refused, a delete still fits), or below it
+        (every write refused)."""
         from adaptive_retrieval.components.stores.disk_space import free_bytes
 
         self.filler.unlink(missing_ok=True)
+        leave = self.margin_mb * MB - MB if below_margin else self.margin_mb * MB + self.room
         with self.filler.open("wb") as handle:
-            os.posix_fallocate(handle.fileno(), 0, free_bytes(self.disk) - self.margin_mb * MB - self.room)
+            os.posix_fallocate(handle.fileno(), 0, free_bytes(self.disk) - leave)
+        return True
 
     def free(self) -> None:
         self.filler.unlink(missing_ok=True)
@@ -647,11 +652,12 @@ def _uploads(full: FullDisk) -> list[str]:
 def full_disk_cases() -> list[Case]:
     if os.geteuid() != 0:
         return []  # mounting the tmpfs needs root
+    both = ["kept.md", "spare.md"]
     cases = [
         full_rest(
             "full disk: upload a new file", "error", "POST", UP, files=[("files", ("fresh.md", _note("fullfresh")))]
         ),
-        full_check("full disk: the refused upload left no file", lambda f: _uploads(f) == ["kept.md"]),
+        full_check("full disk: the refused upload left no file", lambda f: _uploads(f) == both),
         full_rest(
             "full disk: upload replacing a file",
             "error",
@@ -678,7 +684,6 @@ def full_disk_cases() -> list[Case]:
             files={"file": ("viafiles.md", _note("fullviafiles"))},
             data={"purpose": "assistants"},
         ),
-        full_rest("full disk: delete", "error", "DELETE", SOURCES, params={"source": "kept.md"}),
         full_rest(
             "full disk: queries still answer",
             "ok",
@@ -687,7 +692,29 @@ def full_disk_cases() -> list[Case]:
             lambda r, f: any("fullkept" in (d["content"] or "") for d in r.json()["result"]["documents"]),
             json={"query": "fullkept", "top_k": 3},
         ),
-        full_check("full disk: uploads/ holds no partial file", lambda f: _uploads(f) == ["kept.md"]),
+        full_check("full disk: uploads/ holds no partial file", lambda f: _uploads(f) == both),
+        # Above the margin a delete still fits (and frees space); below it, it is refused too.
+        full_rest(
+            "full disk: delete above the margin",
+            "ok",
+            "DELETE",
+            SOURCES,
+            lambda r, f: r.json()["deleted"][0]["documents_removed"] >= 1 and _uploads(f) == ["kept.md"],
+            params={"source": "spare.md"},
+        ),
+        full_check("full disk: filled below the margin", lambda f: f.fill(below_margin=True)),
+        full_rest("full disk: delete below the margin", "error", "DELETE", SOURCES, params={"source": "kept.md"}),
+        full_rest(
+            "full disk: the refused delete kept the source",
+            "ok",
+            "POST",
+            Q,
+            lambda r, f: (
+                any("fullkept" in (d["content"] or "") for d in r.json()["result"]["documents"])
+                and _uploads(f) == ["kept.md"]
+            ),
+            json={"query": "fullkept", "top_k": 3},
+        ),
         full_check(
             "full disk: cli index refused",
             lambda f: _cli_full(f, "index", str(f.disk / "cli"), _file(f, "clinew.md")) == 1,
@@ -698,8 +725,11 @@ def full_disk_cases() -> list[Case]:
             lambda f: _cli_full(f, "delete", str(f.disk / "cli"), str(f.disk / "seed.md")) == 1,
             interface="cli",
         ),
-        full_check("full disk: python index_paths refused, nothing left unfinished", _python_full, interface="python"),
-        full_check("full disk: space freed, the refused files are not redone", _freed),
+        full_check(
+            "full disk: cli stats refused", lambda f: _cli_full(f, "stats", str(f.disk / "cli")) == 1, interface="cli"
+        ),
+        full_check("full disk: python index_paths refused", _python_full, interface="python"),
+        full_check("full disk: space freed, nothing refused is redone or left unfinished", _freed),
     ]
     return cases
 
@@ -727,20 +757,16 @@ def _cli_full(full: FullDisk, command: str, store: str, *args: str) -> int:
 
 
 def _python_full(full: FullDisk) -> bool:
-    """index_paths on the full disk (in a subprocess: the CLI store is not open here) refuses; no record is left
-    ``indexing``."""
+    """index_paths on the full disk (in a subprocess: the CLI's store is not open here) refuses, no traceback."""
     code = (
         "import sys\n"
         "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
-        "from adaptive_retrieval.pipelines.indexing_pipeline import index_paths, store_of\n"
-        "from adaptive_retrieval.components.indexing.manifest import read_manifests\n"
-        "p = load_pipeline('indexing', path=sys.argv[1])\n"
+        "from adaptive_retrieval.pipelines.indexing_pipeline import index_paths\n"
         "try:\n"
-        "    index_paths(p, [sys.argv[2]])\n"
+        "    index_paths(load_pipeline('indexing', path=sys.argv[1]), [sys.argv[2]])\n"
         "    print('INDEXED')\n"
         "except Exception as err:\n"
-        "    print('REFUSED', 'free disk space' in str(err) or 'free disk space' in str(err.__cause__))\n"
-        "print('STATES', sorted({r['state'] for r in read_manifests(store_of(p)).values()}))\n"
+        "    print('REFUSED', 'free disk space' in f'{err} {err.__cause__}')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(full.disk / "cli"), _file(full, "pyfull.md")],
@@ -750,7 +776,7 @@ def _python_full(full: FullDisk) -> bool:
         timeout=full.ctx.timeout,
         check=False,
     )
-    return "REFUSED True" in done.stdout and "STATES ['complete']" in done.stdout
+    return "REFUSED True" in done.stdout and TRACEBACK not in done.stderr
 
 
 def _freed(full: FullDisk) -> bool:
@@ -760,7 +786,11 @@ def _freed(full: FullDisk) -> bool:
         response = httpx.post(f"{full.url}{UP}", files=[("files", ("later.md", _note("fulllater")))], timeout=300)
         result = response.json()["result"]
         listed = _uploads(full)
-        return result["indexed"] == 1 and result["redone"] == 0 and listed == ["kept.md", "later.md"]
+        served = result["indexed"] == 1 and result["redone"] == 0 and listed == ["kept.md", "later.md"]
+        stats = subprocess.run(
+            [full.ctx.cli, "stats", "--store", str(full.disk / "cli")], capture_output=True, text=True, check=False
+        )
+        return served and stats.returncode == 0 and "1 complete" in stats.stdout  # the CLI's index: the seed only
     finally:
         full.stop()
 
