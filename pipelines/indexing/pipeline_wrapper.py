@@ -18,7 +18,6 @@ import adaptive_retrieval.pipelines.serving  # noqa: F401
 
 import hashlib
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -43,10 +42,16 @@ from adaptive_retrieval.pipelines.serving import (
     load_served_pipeline,
     safe_filename,
     uploads_dir,
-    write_upload,
 )
 from adaptive_retrieval.pipelines.upload_names import upload_base_name
 from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.pipelines.upload_undo import (
+    clear_stale_backups,
+    forget_backups,
+    full_disk_message,
+    save_uploads,
+    take_back,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +72,7 @@ class PipelineWrapper(BasePipelineWrapper):
         if (graph := graph_store_of(self.pipeline)) is not None:
             graph.chunk_count()
         self.uploads = uploads_dir(self.store)
-        for stale in self.uploads.glob(".*.previous"):  # kept for an upload a crash interrupted: its run is over
-            stale.unlink(missing_ok=True)
+        clear_stale_backups(self.uploads)
         # Indexing is CPU-bound and replaces chunks per source: a bounded queue admits a few uploads and runs
         # one at a time (by default), so uploads never take every worker and queries go on in parallel.
         self.queue = UploadQueue.from_env()
@@ -121,9 +125,9 @@ class PipelineWrapper(BasePipelineWrapper):
                     if not isinstance(cause, InsufficientSpaceError):
                         raise
                     # index_paths took back the batch the disk refused; the files not indexed go too.
-                    kept = _take_back(paths, [hashlib.sha256(c).hexdigest() for _, c in uploads], self.store)
-                    raise public_server_error(507, _full_disk_message(cause, names, kept)) from err
-                _forget_backups(paths)
+                    kept = take_back(paths, [hashlib.sha256(c).hexdigest() for _, c in uploads], self.store)
+                    raise public_server_error(507, full_disk_message(cause, names, kept)) from err
+                forget_backups(paths)
                 after = read_manifests(self.store, sources)
                 total = self.store.count_documents()
         except InsufficientSpaceError as err:
@@ -151,26 +155,13 @@ class PipelineWrapper(BasePipelineWrapper):
         )
 
     def _write(self, names: list[str], uploads: list[tuple[str | None, bytes]]) -> list[Path]:
-        """Write the checked uploads under their stored names, keeping each file they replace (a hard link, no
-        space) until the upload is indexed; 507 when the uploads folder's disk is full (nothing is left behind)."""
-        paths, written = [self.uploads / name for name in names], []
+        """Write the checked uploads under their stored names (the files they replace kept until indexed: see
+        ``upload_undo.py``); 507 when the uploads folder's disk is full (nothing is left behind)."""
         try:
-            self.uploads.mkdir(parents=True, exist_ok=True)
-            for path in paths:
-                _backup(path).unlink(missing_ok=True)
-                if path.exists():
-                    os.link(path, _backup(path))
-            for path, (_, content) in zip(paths, uploads, strict=True):
-                written.append(write_upload(self.uploads, path.name, content))
+            return save_uploads(self.uploads, names, [content for _, content in uploads])
         except OSError as err:  # no server path in the answer
-            for path in paths:
-                if _backup(path).exists():
-                    os.replace(_backup(path), path)
-                elif path in written:
-                    path.unlink(missing_ok=True)
             detail = f"The server could not save the upload: {err.strerror or type(err).__name__}; nothing was written"
             raise public_server_error(507, detail) from err
-        return paths
 
     def delete_sources(self, names: list[str]) -> list[dict]:
         """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
@@ -230,45 +221,6 @@ class PipelineWrapper(BasePipelineWrapper):
             "purpose": purpose,
             "status": "processed",
         }
-
-
-def _backup(path: Path) -> Path:
-    """Where the file an upload replaces is kept until the new one is indexed."""
-    return path.with_name(f".{path.name}.previous")
-
-
-def _forget_backups(paths: list[Path]) -> None:
-    for path in paths:
-        _backup(path).unlink(missing_ok=True)
-
-
-def _take_back(paths: list[Path], hashes: list[str], store: Any) -> list[str]:
-    """Undo an upload the disk refused: each file not indexed (its record is not its content, complete) is removed,
-    or the file it replaced put back. Returns the names of the files indexed before the disk filled."""
-    records = read_manifests(store, [str(p) for p in paths])
-    kept = []
-    for path, digest in zip(paths, hashes, strict=True):
-        record = records.get(str(path)) or {}
-        if record.get("state") == STATE_COMPLETE and record.get("source_hash") == digest:
-            kept.append(path.name)
-            _backup(path).unlink(missing_ok=True)
-        elif _backup(path).exists():
-            os.replace(_backup(path), path)
-        else:
-            path.unlink(missing_ok=True)
-    return kept
-
-
-def _full_disk_message(error: InsufficientSpaceError, names: list[str], indexed: list[str]) -> str:
-    """The 507's reason: nothing was written, or which files were indexed before the disk filled."""
-    if not indexed:
-        return error.public_message()
-    others = [n for n in names if n not in indexed]
-    return (
-        f"The server's disk is full ({error.free_mb:.1f} MB free, {error.needed_mb:.1f} MB needed): "
-        f"{', '.join(indexed)} were indexed before it filled; nothing was written for {', '.join(others)}. Upload "
-        "those again once space is freed on the server."
-    )
 
 
 def _replacements(
