@@ -43,7 +43,8 @@ _SETTINGS = (
         "ADAPTIVE_GRAPH_PATH",
         None,
         "stores",
-        "The SQLite graph file (default `graph.sqlite` beside the Qdrant folder); `path` wins.",
+        "The SQLite graph file (default `graph.sqlite` in the Qdrant folder; one found beside the folder, where "
+        "earlier versions kept it, is moved in); `path` wins.",
     ),
     Setting(
         "QDRANT_URL",
@@ -68,6 +69,13 @@ _SETTINGS = (
     Setting("NEO4J_USERNAME", None, "stores", "Neo4j user (read as a Haystack Secret; unset: no auth)."),
     Setting("NEO4J_PASSWORD", None, "stores", "Neo4j password (read as a Haystack Secret)."),
     Setting("NEO4J_DATABASE", "neo4j", "stores", "Neo4j database name."),
+    Setting(
+        "ADAPTIVE_NEO4J_LABEL_PREFIX",
+        None,
+        "stores",
+        "Prefix of every Neo4j label the graph uses: two indexes on one Neo4j database stay apart by a prefix each "
+        "(a graph written by another index is refused); `label_prefix` wins.",
+    ),
     Setting(
         "ADAPTIVE_MIN_FREE_MB",
         "64",

@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.md .txt .html .pdf)")
     p.add_argument("--force", action="store_true", help="re-index files even when unchanged")
     p.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="follow symbolic links inside the folders, wherever they point (default: not followed, and listed)",
+    )
+    p.add_argument(
         "--batch-files",
         type=int,
         default=16,

@@ -81,16 +81,21 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     from haystack.core.errors import PipelineRuntimeError
     from haystack.document_stores.errors import DocumentStoreError
 
-    from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, collect_files, index_paths, store_of
+    from adaptive_retrieval.pipelines.file_walk import find_files
+    from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, index_paths, store_of
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     try:
-        files = collect_files(args.paths)
+        found = find_files(args.paths, follow_symlinks=args.follow_symlinks)
     except FileNotFoundError as err:
         raise CliError(str(err)) from err
+    files = found.files
+    for link in found.skipped_links:
+        print(f"skipped: {link.path} -> {link.target}: {link.reason}", file=sys.stderr)
     if not files:
         supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-        msg = f"No supported file under {', '.join(args.paths)} (supported: {supported})"
+        links = f"; {len(found.skipped_links)} link(s) not followed" if found.skipped_links else ""
+        msg = f"No supported file under {', '.join(args.paths)} (supported: {supported}){links}"
         raise CliError(msg)
     if owner := _store_owner(args):
         msg = (
@@ -105,8 +110,15 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
             instance.progress_bar = False
     bar, progress, starting = _progress_callback(sys.stderr)
     try:
+        # The paths as given (not the files found): a followed link keeps its own name, as the walk gave it.
         counts = index_paths(
-            pipeline, files, force=args.force, batch_files=args.batch_files, progress=progress, check=starting
+            pipeline,
+            args.paths,
+            force=args.force,
+            batch_files=args.batch_files,
+            progress=progress,
+            check=starting,
+            follow_symlinks=args.follow_symlinks,
         )
     except PipelineRuntimeError as err:
         # A store error inside a component (a full disk, a damaged index) says what to do: print it, on one line.
@@ -124,8 +136,14 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         f"{counts['chunks_written']} chunks written, {counts['chunks_deleted']} removed; {total} documents in store",
         file=out,
     )
+    if found.skipped_links:
+        print(f"{len(found.skipped_links)} link(s) not followed (see 'skipped:' above)", file=out)
     if counts.get("redone"):
         print(f"{counts['redone']} source(s) left unfinished by an earlier run were redone", file=out)
+    for partial in counts.get("partial", []):
+        print(f"partial: {partial['source']}: {partial['reason']}", file=sys.stderr)
+    if counts.get("partial"):
+        print(f"warning: {len(counts['partial'])} file(s) indexed in part (`stats` lists them)", file=sys.stderr)
     for failure in counts.get("failed", []):
         print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
     if counts.get("failed"):
@@ -298,6 +316,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     """Show what an index holds per source (chunks, summaries, graph chunks, entities, hash, state) and totals;
     exits 1 when a source is not complete. ``--verify`` also checks every node, vector and graph record against
     the manifest records and prints one line per problem with the command that repairs it."""
+    from adaptive_retrieval.components.indexing.index_identity import graph_problem
     from adaptive_retrieval.components.indexing.manifest import index_stats
     from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
@@ -308,6 +327,8 @@ def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(msg)
     store = make_store(create=False, **overrides)  # stats never create an index, nor write to its graph
     graph = make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
+    if problem := graph_problem(store, graph):  # another index's graph: its counts would describe that index
+        raise CliError(problem)
     stats = index_stats(store, graph)
     if args.json and not args.verify:
         print(json.dumps(stats, indent=2), file=out)

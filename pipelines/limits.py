@@ -35,6 +35,7 @@ from pathlib import Path
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import InputError
 from adaptive_retrieval.components.indexing.source_limits import CHUNKS_ENV
+from adaptive_retrieval.pipelines.text_encodings import text_encoding
 
 MB = 1024 * 1024
 
@@ -96,7 +97,7 @@ class Limits:
                     f"'{name}' has {pages} pages; the limit is {self.pdf_pages} (raise it with $ADAPTIVE_MAX_PDF_PAGES)"
                 )
             return None
-        text = data.decode("utf-8", errors="replace")
+        text = data.decode(text_encoding(data), errors="replace")
         if len(text) > self.file_chars:
             return (
                 f"'{name}' has {len(text)} characters; the limit is {self.file_chars} "

@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import Document, Pipeline
-from haystack.core.errors import ComponentError
+from haystack.core.errors import PipelineRuntimeError
 
-from adaptive_retrieval.components.errors import AdaptiveRetrievalError
-from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner, failure_socket
+from adaptive_retrieval.components.fusion.weighted_rrf_joiner import (
+    NoChannelAnsweredError,
+    WeightedRRFJoiner,
+    failure_socket,
+)
 from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
 from adaptive_retrieval.components.gating.quality_gate import QualityGate
 from adaptive_retrieval.components.gating.retry_loop import RetryLoop
@@ -178,19 +181,6 @@ def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
     return inputs
 
 
-class NoChannelAnsweredError(AdaptiveRetrievalError, ComponentError, RuntimeError):
-    """The retrieval channels failed (all of them, or enough that nothing came back): an empty result would
-    read as "nothing matched"."""
-
-    def __init__(self, reasons: dict[str, str]) -> None:
-        self.reasons = reasons
-        detail = "; ".join(f"{c}: {r}" for c, r in reasons.items())
-        super().__init__(
-            f"Retrieval failed ({detail}). The index may be locked by another process, read-only, "
-            "missing or unreachable: check --store / $ADAPTIVE_QDRANT_PATH / $QDRANT_URL and the server log."
-        )
-
-
 def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     """Run ``query`` and gather the documents with the routing, fusion and gate diagnostics and stage timings.
 
@@ -214,7 +204,14 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         # The gate's own outputs: its documents keep their vectors here (the answer component drops them for a
         # served YAML); the embedder's: the query vector, for a caller that asks for embeddings.
         outputs = {"router", "joiner", "gate", "query_embedder"}
-        result = pipeline.run(query_inputs(pipeline, query), include_outputs_from=outputs)
+        try:
+            result = pipeline.run(query_inputs(pipeline, query), include_outputs_from=outputs)
+        except PipelineRuntimeError as err:
+            # The joiner raises it inside the pipeline (so that a plain Pipeline.run fails too): the caller gets
+            # the error itself, not Haystack's wrapper around it.
+            if isinstance(err.__cause__, NoChannelAnsweredError):
+                raise err.__cause__ from None
+            raise
     router = result["router"]
     fusion = result["joiner"]["fusion"]
     # Pipelines without a gate (older YAML) end at the ranker or at MMR.

@@ -198,6 +198,7 @@ class IndexResponse(BaseModel):
     chunks_deleted: int
     redone: int = Field(0, description="Sources an interrupted earlier run left unfinished, indexed again")
     failed: list[dict[str, str]] = Field(default_factory=list, description="Files that yielded no text: source, reason")
+    partial: list[dict[str, str]] = Field(default_factory=list, description="Files indexed in part: source, reason")
     sources: list[str] = Field(default_factory=list, description="Source names of the files, as stored in meta")
     uploads: list[StoredUpload] = Field(default_factory=list, description="Each file's name as sent and as stored")
     replaced: list[Replacement] = Field(
@@ -264,8 +265,12 @@ def write_upload(folder: Path, name: str, content: bytes) -> Path:
     path = folder / name
     # Write then rename, so a concurrent reader never sees half a file.
     partial = path.with_name(f".{name}.partial")
-    partial.write_bytes(content)
-    partial.replace(path)
+    try:
+        partial.write_bytes(content)
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise
     return path
 
 

@@ -25,6 +25,7 @@ from adaptive_retrieval.components.stores.locations import (
     GRAPH_FILE,
     GRAPH_PATH_ENV,
     NEO4J_DATABASE_ENV,
+    NEO4J_LABEL_PREFIX_ENV,
     NEO4J_URI_ENV,
     QDRANT_PATH_ENV,
     QDRANT_URL_ENV,
@@ -161,8 +162,10 @@ def make_store(
 
 
 def default_graph_path(qdrant_path: str | None = None) -> str:
-    """The embedded graph file beside the Qdrant folder: ``/data/idx/qdrant`` → ``/data/idx/graph.sqlite``."""
-    return str(qdrant_folder(qdrant_path).parent / GRAPH_FILE)
+    """The embedded graph file in the Qdrant folder: ``/data/idx/qdrant`` → ``/data/idx/qdrant/graph.sqlite`` (a
+    graph an earlier version kept beside the folder is moved in when the store opens: see
+    :mod:`~adaptive_retrieval.components.stores.graph_location`)."""
+    return str(qdrant_folder(qdrant_path) / GRAPH_FILE)
 
 
 def make_graph_store(
@@ -170,12 +173,13 @@ def make_graph_store(
 ) -> GraphStore:
     """The graph store: Neo4j at ``url`` (or, when neither ``url`` nor ``path`` is given, ``$NEO4J_URI``;
     credentials from ``$NEO4J_USERNAME`` / ``$NEO4J_PASSWORD`` as Secrets), else SQLite at ``path``
-    (``$ADAPTIVE_GRAPH_PATH``, or next to the Qdrant folder ``qdrant_path``; with neither, ``path`` stays ``None``
+    (``$ADAPTIVE_GRAPH_PATH``, or in the Qdrant folder ``qdrant_path``; with neither, ``path`` stays ``None``
     and the store resolves it when it opens). ``create=False`` (the query side) makes a missing file an error."""
     if url is None and path is None:
         url = settings.text(NEO4J_URI_ENV)
     if url:
         extra.pop("create", None)  # a server creates its database itself
+        extra.setdefault("label_prefix", settings.text(NEO4J_LABEL_PREFIX_ENV) or "")
         return Neo4jGraphStore(url=url, database=settings.text(NEO4J_DATABASE_ENV) or "neo4j", **extra)
     if path is None and qdrant_path and not settings.is_set(GRAPH_PATH_ENV):
         path = str(graph_file(None, qdrant_path))

@@ -98,7 +98,7 @@ GRAPH_OVERRIDES = ("graph_path", "graph_url")
 
 def _override_graph_stores(node: Any, overrides: dict[str, Any]) -> None:
     """Point graph stores at ``graph_url`` (Neo4j) or ``graph_path`` (SQLite); given only a Qdrant ``path``, an
-    embedded graph moves beside that folder, so two indexes never share one graph file."""
+    embedded graph moves into that folder, so two indexes never share one graph file."""
     if isinstance(node, dict):
         store = node.get("graph_store")
         if isinstance(store, dict) and "init_parameters" in store:

@@ -349,25 +349,35 @@ def _delete_nodes(index: Path) -> None:
     release_all_clients()
 
 
+def _graph_file(index: Path) -> Path:
+    """The graph file of the index in ``index/qdrant`` (in the index folder itself)."""
+    from adaptive_retrieval.components.stores.locations import graph_file
+
+    return graph_file(qdrant_path=index / "qdrant")
+
+
 def _graph(index: Path, data: bytes) -> None:
-    for extra in ("graph.sqlite-wal", "graph.sqlite-shm"):
-        (index / extra).unlink(missing_ok=True)
-    (index / "graph.sqlite").write_bytes(data)
+    graph = _graph_file(index)
+    for extra in ("-wal", "-shm"):
+        Path(f"{graph}{extra}").unlink(missing_ok=True)
+    graph.write_bytes(data)
 
 
 def _drop_graph_table(index: Path) -> None:
     import sqlite3
 
-    with contextlib.closing(sqlite3.connect(index / "graph.sqlite")) as conn:
+    with contextlib.closing(sqlite3.connect(_graph_file(index))) as conn:
         conn.execute("DROP TABLE mentions")
         conn.commit()
 
 
 def _move_graph_away(index: Path) -> None:
-    (index / "graph.sqlite").rename(index / "graph.sqlite.damaged")
+    graph = _graph_file(index)
+    graph.rename(graph.with_name(f"{graph.name}.damaged"))
 
 
-#: name -> (damage done to an index folder holding qdrant/ and graph.sqlite, the repair the error message names).
+#: name -> (damage done to an index folder holding qdrant/ (and in it, graph.sqlite), the repair the error message
+#: names).
 #: ``stats``, ``stats --verify`` and ``query`` must all exit 1, except ``stats`` where :data:`SEEN_BY_VERIFY_ONLY`.
 DAMAGES: dict[str, tuple[Any, list[str]]] = {
     "segments folder deleted": (lambda i: shutil.rmtree(i / "qdrant" / "adaptive" / "segments"), ["index"]),

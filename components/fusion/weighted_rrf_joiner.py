@@ -6,12 +6,27 @@ import logging
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.errors import ComponentError
 
 from adaptive_retrieval.components.document_copy import with_fields
+from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CHANNELS = ["dense", "sparse"]
+
+
+class NoChannelAnsweredError(AdaptiveRetrievalError, ComponentError, RuntimeError):
+    """The retrieval channels failed (all of them, or enough that nothing came back): an empty result would
+    read as "nothing matched". ``reasons``: why each weighted channel that sent nothing failed."""
+
+    def __init__(self, reasons: dict[str, str]) -> None:
+        self.reasons = reasons
+        detail = "; ".join(f"{c}: {r}" for c, r in reasons.items())
+        super().__init__(
+            f"Retrieval failed ({detail}). The index may be locked by another process, read-only, "
+            "missing or unreachable: check --store / $ADAPTIVE_QDRANT_PATH / $QDRANT_URL and the server log."
+        )
 
 
 @component
@@ -22,7 +37,10 @@ class WeightedRRFJoiner:
     with each query (from ``IntentRouter``) and each list arrives on its own named input, one per channel. A
     channel that sends nothing (``None``: not run or failed) is skipped and the remaining weights are
     renormalised to sum to one; a channel that failed also sends why on its ``<channel>_failure`` socket, and the
-    joiner reports it in ``fusion["failures"]`` (so a caller learns it from the result, not from a log). Every
+    joiner reports it in ``fusion["failures"]`` (so a caller learns it from the result, not from a log). When a
+    failure was reported and every weighted channel sent nothing, or some did and nothing was fused, the joiner
+    raises :class:`NoChannelAnsweredError` instead: an empty list would read as "nothing matched" (a plain
+    ``Pipeline.run`` raises Haystack's ``PipelineRuntimeError`` with it as the cause). Every
     fused document records ``meta["channels"] = {channel: rank}`` and
     ``meta["channel_scores"]``; ``score`` is scaled by ``k + 1`` so that a document ranked first by every
     channel scores 1.0.
@@ -92,6 +110,8 @@ class WeightedRRFJoiner:
         :param top_k: cap on the fused list for this query.
         :returns: ``documents`` sorted by fused score and ``fusion`` diagnostics (weights used, list sizes,
             skipped channels, and ``failures``: why each failed channel failed, from its ``<channel>_failure``).
+        :raises NoChannelAnsweredError: when a channel reported a failure and every weighted channel sent nothing,
+            or some did and no document came back.
         """
         failures = {
             c: channel_lists.pop(failure_socket(c)) for c in self.channels if failure_socket(c) in channel_lists
@@ -125,6 +145,7 @@ class WeightedRRFJoiner:
             )
             for i in order
         ]
+        self._check_answered(weights, present, failures, documents)
         diagnostics = {
             "weights": used,
             "sizes": {c: len(channel_lists[c]) for c in present},
@@ -132,6 +153,20 @@ class WeightedRRFJoiner:
             "failures": {c: reason for c, reason in failures.items() if reason is not None},
         }
         return {"documents": documents, "fusion": diagnostics}
+
+    def _check_answered(
+        self,
+        weights: dict[str, float] | None,
+        present: list[str],
+        failures: dict[str, str | None],
+        documents: list[Document],
+    ) -> None:
+        weighted = [c for c in self.channels if weights is None or weights.get(c, 0.0) > 0]
+        silent = [c for c in weighted if c not in present]
+        if not any(failures.get(c) for c in silent):
+            return  # a channel that was not connected or not run is skipped, as it always was
+        if len(silent) == len(weighted) or not documents:
+            raise NoChannelAnsweredError({c: failures.get(c) or "failed (see the log)" for c in silent})
 
 
 def failure_socket(channel: str) -> str:

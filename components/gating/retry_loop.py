@@ -17,6 +17,7 @@ Usage (see ``pipelines/query_pipeline.py``)::
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from haystack import component
@@ -26,7 +27,12 @@ from adaptive_retrieval.components.limits import check_query
 
 @component
 class RetryLoop:
-    """Starts attempt 0 from the caller's query and attempt n from the gate's ``retry`` message."""
+    """Starts attempt 0 from the caller's query and attempt n from the gate's ``retry`` message.
+
+    The query leaves NFKC-normalised, as the indexing pipeline's cleaner normalises every document: a fullwidth
+    ``ｌａｍｂｄａ`` or a ligature ``ﬁle`` then meets the indexed ``lambda`` and ``file`` in every channel. Every
+    surface (REST, chat, MCP, the CLI, ``run_query`` and a plain ``Pipeline.run``) enters here.
+    """
 
     @component.output_types(query=str, attempt=int, previous=dict[str, Any] | None)
     def run(self, query: str, retry: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -37,6 +43,7 @@ class RetryLoop:
         :raises ValueError: for an empty query or a malformed retry message.
         """
         check_query(query)
+        query = unicodedata.normalize("NFKC", query)
         if retry is None:
             return {"query": query, "attempt": 0, "previous": None}
         attempt = retry.get("attempt")

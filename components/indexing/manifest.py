@@ -146,10 +146,18 @@ def missing_nodes(store: Any, graph_store: Any, produced: dict[str, SourceNodes]
     return problems
 
 
-def complete_record(source: str, source_hash: str, nodes: SourceNodes) -> Document:
-    """The ``complete`` record of a source whose nodes were all verified in both stores."""
+def complete_record(source: str, source_hash: str, nodes: SourceNodes, partial: str | None = None) -> Document:
+    """The ``complete`` record of a source whose nodes were all verified in both stores; ``partial`` says why its
+    file was read only in part (its extractor kept less of the text than the file holds): ``stats`` shows such a
+    source as ``partial``, with that reason."""
     return manifest_document(
-        source, source_hash, STATE_COMPLETE, doc_id=nodes.doc_id, summary_ids=nodes.summary_ids, **nodes.counts()
+        source,
+        source_hash,
+        STATE_COMPLETE,
+        doc_id=nodes.doc_id,
+        summary_ids=nodes.summary_ids,
+        partial=partial,
+        **nodes.counts(),
     )
 
 
@@ -244,6 +252,7 @@ def kept_record(source: str, previous: dict[str, Any], reason: str | None, refus
         summary_ids=previous.get("summary_ids", []),
         refused=reason,
         refused_hash=refused_hash,
+        partial=previous.get("partial"),
         **counts,
     )
 
@@ -340,9 +349,10 @@ def index_stats(store: Any, graph_store: Any = None) -> dict[str, Any]:
     """What the index holds, per source and in total: ``{"sources": {source: {chunks, summaries,
     graph_chunks, entities, source_hash, state, ...}}, "totals": {...}}``.
 
-    ``state`` is ``complete`` only when the record says so *and* the stored counts equal the record's;
-    otherwise ``partial`` (or ``failed`` / ``deleting`` / ``indexing`` as the record says, ``no record`` for
-    nodes without one). Reads every node once (a full scan): a diagnostic, not a hot path.
+    ``state`` is ``complete`` only when the record says so *and* the stored counts equal the record's *and* its file
+    was read whole; otherwise ``partial`` (with a ``reason`` when the file was read in part), or ``failed`` /
+    ``deleting`` / ``indexing`` as the record says, ``no record`` for nodes without one. Reads every node once (a
+    full scan): a diagnostic, not a hot path.
     """
     records = read_manifests(store)
     nodes = store.filter_documents(filters={"field": "meta.level", "operator": ">=", "value": 0})
@@ -393,6 +403,10 @@ def index_stats(store: Any, graph_store: Any = None) -> dict[str, Any]:
             state = "partial" if state == STATE_INDEXING else state
         if record.get("reason"):
             row["reason"] = record["reason"]
+        if state == STATE_COMPLETE and record.get("partial"):
+            # Every node is stored, but its file was read only in part: the index lacks some of its text.
+            state = "partial"
+            row["reason"] = f"its file was read in part: {record['partial']}"
         if state == STATE_COMPLETE and record.get("refused"):
             state = STATE_KEPT
             row["reason"] = f"the file changed and was refused ({record['refused']}); the version before is kept"

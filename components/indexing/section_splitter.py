@@ -170,7 +170,8 @@ class SectionSplitter:
             title = doc.meta.get("title") or heading_title or Path(source).stem
             position = 0
             section_counts: dict[str, int] = {}
-            base_meta = {k: v for k, v in doc.meta.items() if k not in ("title", "structure")}
+            # The parsed structure and the extraction report describe the file, not each chunk of it.
+            base_meta = {k: v for k, v in doc.meta.items() if k not in ("title", "structure", "extraction")}
             for path, body in sections:
                 key = " > ".join(path)
                 occurrence = section_counts.get(key, 0)

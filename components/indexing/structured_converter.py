@@ -113,7 +113,10 @@ class StructuredConverter:
     ``{"section_path": [...], "text": ...}``
     (:class:`~adaptive_retrieval.components.indexing.section_splitter.SectionSplitter` splits along them and does not
     copy them to chunks); ``content`` is the blocks' text; ``meta["title"]`` is the title the format states (PDF
-    metadata or largest first-page text, ``<title>``, a lone ``#`` heading). Text is NFKC-normalised (PDF ligatures).
+    metadata or largest first-page text, ``<title>``, a lone ``#`` heading); ``meta["extraction"]`` says how much of
+    the file's text the parser kept (:class:`~adaptive_retrieval.components.indexing.structure.blocks.Coverage`:
+    ``kept``, ``total``, ``unit``, ``share``, ``note``), so that a file read only in part is reported, not passed off
+    as whole. Text is NFKC-normalised (PDF ligatures).
     pypdf's warnings (odd fonts, repaired cross-reference tables) are counted and logged as one INFO line per file.
 
     A file that cannot be read or holds no text is skipped with a warning, as Haystack's converters do.
@@ -135,8 +138,13 @@ class StructuredConverter:
         if kind == "pdf":
             with _quiet("pypdf", source):
                 return parse_pdf(stream.data)
-        text = stream.data.decode(stream.meta.get("encoding") or "utf-8", errors="replace")
-        return parse_markdown(text) if kind == "markdown" else parse_html(stream.data)
+        encoding = stream.meta.get("encoding")
+        text = stream.data.decode(encoding or "utf-8", errors="replace")
+        if kind == "markdown":
+            return parse_markdown(text)
+        # Bytes let lxml follow the page's <meta charset>; a stream whose encoding is known (the indexer decodes
+        # UTF-16 to UTF-8) goes as text, or a stale charset="utf-16" would make lxml read UTF-8 bytes as UTF-16.
+        return parse_html(text if encoding else stream.data)
 
     @component.output_types(documents=list[Document])
     def run(
@@ -168,6 +176,10 @@ class StructuredConverter:
                 continue
             structure = Parsed(title=parsed.title, blocks=blocks)
             doc_meta = {**stream.meta, **extra, "structure": structure.to_meta()}
+            if parsed.coverage is not None:
+                doc_meta["extraction"] = parsed.coverage.to_meta()
+                if parsed.coverage.short:
+                    logger.warning("%s was read in part: %s", name, parsed.coverage.describe())
             if parsed.title and "title" not in extra:
                 doc_meta["title"] = _nfkc(parsed.title)
             if "file_path" in doc_meta and not self.store_full_path:

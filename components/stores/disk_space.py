@@ -22,7 +22,10 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from adaptive_retrieval.components import settings
@@ -53,9 +56,29 @@ class InsufficientSpaceError(StoreError, ValueError):
         )
 
 
+#: The margin that undoing a refused write keeps instead (see :func:`undoing`): deleting what a batch wrote and
+#: restoring a record take a few kilobytes of write-ahead log, and without them a refused write would leave a
+#: half-written source behind.
+UNDO_MARGIN_BYTES = 4 * MB
+_UNDOING: contextvars.ContextVar[bool] = contextvars.ContextVar("adaptive_disk_undoing", default=False)
+
+
+@contextlib.contextmanager
+def undoing() -> Iterator[None]:
+    """Within: the writes that undo a write refused for space may use the margin down to
+    :data:`UNDO_MARGIN_BYTES`, so that "nothing was written" stays true (this thread or task only)."""
+    token = _UNDOING.set(True)
+    try:
+        yield
+    finally:
+        _UNDOING.reset(token)
+
+
 def margin_bytes() -> int:
-    """The free space every open and write leaves (``$ADAPTIVE_MIN_FREE_MB``, default 64 MB; 0 turns it off)."""
-    return int(settings.number(MIN_FREE_ENV) * MB)
+    """The free space every open and write leaves (``$ADAPTIVE_MIN_FREE_MB``, default 64 MB; 0 turns it off;
+    at most :data:`UNDO_MARGIN_BYTES` while :func:`undoing`)."""
+    margin = int(settings.number(MIN_FREE_ENV) * MB)
+    return min(margin, UNDO_MARGIN_BYTES) if _UNDOING.get() else margin
 
 
 def _existing(path: Path) -> Path:

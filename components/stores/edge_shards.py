@@ -9,8 +9,12 @@ shard's write-ahead log, so a folder can be open once per process, and the store
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,12 +145,35 @@ def edge_config(spec: ShardSpec) -> qe.EdgeConfig:
     )
 
 
+@contextlib.contextmanager
+def _one_opener(root: Path, create: bool) -> Iterator[None]:
+    """Let one process at a time decide whether the index in ``root`` exists and create it: two ``index`` runs
+    creating the same new store wrote its first files over each other (one died with a traceback, or both failed).
+    With this lock (``flock`` on the folder itself: no file is added) the second finds the index the first created
+    and is refused cleanly, as the store is open in another process. Reading an existing index takes no lock."""
+    if not create:
+        yield
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
 def open_shard(spec: ShardSpec) -> qe.EdgeShard:
     """Open the shard of ``spec`` (or create it when ``spec.create``), with its payload indexes.
 
     :raises StoreError: a clear error for a folder of the old format, a missing index (query side), a lost
         segments folder, a full disk, a lock held by another process, or a damaged shard.
     """
+    with _one_opener(spec.folder.parent, spec.create):
+        return _open_shard(spec)
+
+
+def _open_shard(spec: ShardSpec) -> qe.EdgeShard:
     folder = spec.folder
     root = folder.parent
     if (root / "meta.json").is_file() and (root / "collection").is_dir():

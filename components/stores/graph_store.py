@@ -15,6 +15,12 @@ document held for its new chunks and adjusts the co-occurrence weights by the di
 document never needs a full rebuild. Both backends inherit that bookkeeping from :class:`GraphStoreBase` and
 implement only the storage primitives.
 
+A graph belongs to one index: :meth:`GraphStoreBase.claim` records the index that writes it (an id the document
+store keeps, and where that index is), and a second index that would write into it is refused with
+:class:`GraphOwnedError` rather than mixed in (its reconciliation would also drop the first index's records as
+orphans). On SQLite each index has a file of its own; on Neo4j two indexes stay apart by a database
+(``NEO4J_DATABASE``) or a label prefix (``label_prefix``) each, and sharing one is refused the same way.
+
 Usage::
 
     store = SQLiteGraphStore(path=".adaptive/graph.sqlite")
@@ -31,6 +37,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
+
+from adaptive_retrieval.components.stores.store_errors import StoreError
 
 #: Entity kinds, strongest first (a key found as several kinds keeps the strongest).
 ENTITY_KINDS: tuple[str, ...] = ("title", "heading", "llm", "name", "acronym", "phrase")
@@ -92,6 +100,19 @@ class Subgraph:
 
     mentions: tuple[tuple[str, str, float], ...] = ()
     df: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GraphOwner:
+    """The index a graph belongs to: its id (kept in the index's own document store) and where it is, for
+    messages (a folder, or a server and collection)."""
+
+    id: str
+    where: str
+
+
+class GraphOwnedError(StoreError, ValueError):
+    """A graph that belongs to another index was about to be written by this one: the two would be mixed."""
 
 
 @dataclass
@@ -330,6 +351,49 @@ class GraphStoreBase(ABC):
         )
         found = self.find_entities({key for key, _, _ in mentions})
         return Subgraph(mentions=mentions, df={key: info.df for key, info in found.items()})
+
+    def owner(self) -> GraphOwner | None:
+        """The index this graph belongs to, or ``None`` before an index claimed it (:meth:`claim`)."""
+        found = self._owner()
+        return GraphOwner(*found) if found else None
+
+    def claim(self, owner_id: str, where: str) -> GraphOwner:
+        """Record that the index ``owner_id`` (at ``where``) writes this graph, unless an index already did
+        (atomically: of two claims at once, one wins); returns the owner.
+
+        :raises GraphOwnedError: when the graph belongs to another index, naming it and what to do.
+        """
+        if not owner_id or not where:
+            msg = "A graph's owner needs an id and a place"
+            raise ValueError(msg)
+        owner = GraphOwner(*self._claim(owner_id, where))
+        if owner.id != owner_id:
+            raise GraphOwnedError(self.owned_message(owner, where))
+        return owner
+
+    def owned_message(self, owner: GraphOwner, where: str) -> str:
+        """Why the index at ``where`` may not write this graph (which belongs to ``owner``), and what to do."""
+        return (
+            f"The graph store {self.describe()} holds the graph of another index ({owner.where}); the index at "
+            f"{where} would mix its graph records with that one's and drop them as orphans. Each index needs a "
+            f"graph of its own: {self.separate_hint()}"
+        )
+
+    def describe(self) -> str:
+        """Where this graph is, for messages."""
+        return type(self).__name__
+
+    def separate_hint(self) -> str:
+        """How to give an index a graph of its own with this backend."""
+        return "configure one graph store per index."
+
+    @abstractmethod
+    def _owner(self) -> tuple[str, str] | None:
+        """The stored ``(owner id, where)``, or ``None``."""
+
+    @abstractmethod
+    def _claim(self, owner_id: str, where: str) -> tuple[str, str]:
+        """Store ``(owner_id, where)`` unless an owner is stored (atomically); return the stored owner."""
 
     def community_version(self) -> int:
         """Changes whenever communities are written or the store is cleared."""

@@ -6,7 +6,8 @@ Schema (labels carry an optional ``label_prefix`` so several graphs can share on
     title, text, relations})
     (:Entity) -[:RELATES_TO {weight}]-> (:Entity)          stored once, from the smaller key to the larger
     (:Entity) -[:IN_COMMUNITY]-> (:Community {level, id, size, entities, summary, embedding, chunks})
-    (:GraphMeta {key, value})                              counters (chunks, pending changes, version)
+    (:GraphMeta {key, value})                              counters (chunks, pending changes, version) and the
+                                                           index the graph belongs to (owner_id, owner_where)
 
 Credentials are Haystack ``Secret`` values (environment variables by default), so a serialised pipeline holds
 only the variable names, never the password.
@@ -275,9 +276,42 @@ class Neo4jGraphStore(GraphStoreBase):
         """Remove every node with this store's labels (other graphs in the database are untouched)."""
         for label in ("Entity", "Chunk", "Community"):
             self._read(f"MATCH (n:{{p}}{label}) DETACH DELETE n")
-        self._read("MATCH (m:{p}GraphMeta) WHERE m.key <> 'community_version' DELETE m")
+        self._read(
+            "MATCH (m:{p}GraphMeta) WHERE NOT m.key IN ['community_version', 'owner_id', 'owner_where'] DELETE m"
+        )
         self._read(
             "MERGE (m:{p}GraphMeta {key: 'community_version'}) ON CREATE SET m.value = 0 SET m.value = m.value + 1"
+        )
+
+    # -- owner ----------------------------------------------------------------------------------------------
+
+    def _owner(self) -> tuple[str, str] | None:
+        rows = self._read(
+            "MATCH (m:{p}GraphMeta) WHERE m.key IN ['owner_id', 'owner_where'] RETURN m.key AS key, m.value AS value"
+        )
+        found = {r["key"]: r["value"] for r in rows}
+        return (str(found["owner_id"]), str(found.get("owner_where", ""))) if "owner_id" in found else None
+
+    def _claim(self, owner_id: str, where: str) -> tuple[str, str]:
+        # MERGE on the unique key: of two claims at once, one creates the node and the other finds it.
+        self._read(
+            "MERGE (o:{p}GraphMeta {key: 'owner_id'}) ON CREATE SET o.value = $id "
+            "WITH o WHERE o.value = $id MERGE (w:{p}GraphMeta {key: 'owner_where'}) SET w.value = $where",
+            id=owner_id,
+            where=where,
+        )
+        return self._owner() or (owner_id, where)
+
+    def describe(self) -> str:
+        """The server, database and label prefix, for messages."""
+        prefix = f", label prefix '{self.label_prefix}'" if self.label_prefix else ""
+        return f"{self.url} (database '{self.database}'{prefix})"
+
+    def separate_hint(self) -> str:
+        """Two indexes on one server stay apart by a database or a label prefix each."""
+        return (
+            "give each index its own database (NEO4J_DATABASE, Neo4j Enterprise) or its own label prefix "
+            "(Neo4jGraphStore(label_prefix=...) in the YAML, or $ADAPTIVE_NEO4J_LABEL_PREFIX)."
         )
 
     # -- reads ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ serialises its use.
 
 Usage::
 
-    store = SQLiteGraphStore(path="/data/graph.sqlite")   # path=None: $ADAPTIVE_GRAPH_PATH, else beside the index
+    store = SQLiteGraphStore(path="/data/graph.sqlite")   # path=None: $ADAPTIVE_GRAPH_PATH, else in the index folder
     store.replace_chunks(chunk_entities)          # incremental, per doc_id
     store.entity_chunks(["marie curie"], limit=20)
 """
@@ -30,6 +30,7 @@ from haystack import default_from_dict, default_to_dict
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.disk_space import require_space
+from adaptive_retrieval.components.stores.graph_location import GraphLocationError, adopt_legacy_graph
 from adaptive_retrieval.components.stores.graph_read_cache import CAPACITY_ENV as READ_CACHE_ENV
 from adaptive_retrieval.components.stores.graph_read_cache import GraphReadCache
 from adaptive_retrieval.components.stores.graph_store import (
@@ -47,6 +48,7 @@ from adaptive_retrieval.components.stores.sqlite_schema import (
     REGISTRY,
     REGISTRY_LOCK,
     GraphNotFoundError,
+    GraphNotWritableError,
     GraphStoreDamagedError,
     SharedConnection,
     batches,
@@ -58,8 +60,18 @@ from adaptive_retrieval.components.stores.sqlite_schema import (
 
 logger = logging.getLogger(__name__)
 
+#: The meta keys of the index that owns the graph (see GraphStoreBase.claim); clear() keeps them.
+OWNER_ID, OWNER_WHERE = "owner_id", "owner_where"
+
 # The store's public surface: its errors and the registry's reset live in sqlite_schema.py, named here too.
-__all__ = ["GraphNotFoundError", "GraphStoreDamagedError", "SQLiteGraphStore", "release_all_connections"]
+__all__ = [
+    "GraphLocationError",
+    "GraphNotFoundError",
+    "GraphNotWritableError",
+    "GraphStoreDamagedError",
+    "SQLiteGraphStore",
+    "release_all_connections",
+]
 
 
 class SQLiteGraphStore(GraphStoreBase):
@@ -67,7 +79,8 @@ class SQLiteGraphStore(GraphStoreBase):
 
     :param path: database file (its folder is created) or ``":memory:"`` (shared within the process); ``None`` (what
         the shipped YAML holds) reads ``$ADAPTIVE_GRAPH_PATH`` when the store first opens, else ``graph.sqlite``
-        beside the Qdrant folder (``$ADAPTIVE_QDRANT_PATH``, else ``$XDG_DATA_HOME/adaptive-retrieval``).
+        in the Qdrant folder (``$ADAPTIVE_QDRANT_PATH``, else ``$XDG_DATA_HOME/adaptive-retrieval/qdrant``); a graph an
+        earlier version kept beside that folder is moved in (:mod:`.graph_location`).
     :param max_pair_entities: co-occurrence pairs are formed among a chunk's heaviest entities only.
     :param create: create the file when missing (the indexing side); ``False`` (the query side) makes a missing
         file a :class:`GraphNotFoundError` naming it, instead of an empty graph.
@@ -103,6 +116,12 @@ class SQLiteGraphStore(GraphStoreBase):
         key = storage_key(self.path)
         with REGISTRY_LOCK:
             shared = REGISTRY.get(key)
+            if shared is None and key != "memory:" and not Path(key).exists():
+                # An index whose graph an earlier version kept beside its folder: moved in, or refused when
+                # several indexes could own it (graph_location.py).
+                derived = self.path is None and not settings.is_set(GRAPH_PATH_ENV)
+                key = str(adopt_legacy_graph(Path(key), derived=derived))
+                shared = REGISTRY.get(key)
             if shared is None:
                 if key != "memory:" and not self.create and not Path(key).is_file():
                     source = (
@@ -110,8 +129,8 @@ class SQLiteGraphStore(GraphStoreBase):
                     )
                     msg = (
                         f"No graph store at '{key}' ({source}). Set ${GRAPH_PATH_ENV} (or ${QDRANT_PATH_ENV}, whose "
-                        f"folder's parent holds graph.sqlite) to the index you built, or index your files first: "
-                        f"`{INDEX_COMMAND.replace('FOLDER', str(Path(key).parent / 'qdrant'))}`."
+                        f"folder holds graph.sqlite) to the index you built, or index your files first: "
+                        f"`{INDEX_COMMAND.replace('FOLDER', str(Path(key).parent))}`."
                     )
                     raise GraphNotFoundError(msg)
                 if key != "memory:":
@@ -190,6 +209,40 @@ class SQLiteGraphStore(GraphStoreBase):
     def _meta(self, key: str) -> int:
         rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return int(rows[0][0]) if rows else 0
+
+    # -- owner ----------------------------------------------------------------------------------------------
+
+    def _owner(self) -> tuple[str, str] | None:
+        rows = dict(self._read(f"SELECT key, value FROM meta WHERE key IN ('{OWNER_ID}', '{OWNER_WHERE}')"))
+        return (str(rows[OWNER_ID]), str(rows.get(OWNER_WHERE, ""))) if OWNER_ID in rows else None
+
+    def _claim(self, owner_id: str, where: str) -> tuple[str, str]:
+        shared = self._conn()
+        self._require_space()
+        with shared.lock:
+            conn = shared.connection
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # The meta table's values are integers elsewhere; SQLite keeps these as text (no STRICT table).
+                conn.executemany(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [(OWNER_ID, owner_id), (OWNER_WHERE, where)]
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return self._owner() or (owner_id, where)
+
+    def describe(self) -> str:
+        """The graph file, for messages."""
+        return f"'{self._key or storage_key(self.path)}'"
+
+    def separate_hint(self) -> str:
+        """Each index's default graph is a file in its own folder; a shared one was named on purpose."""
+        return (
+            f"unset ${GRAPH_PATH_ENV} (each index then keeps graph.sqlite in its own folder) or give each index "
+            "its own file."
+        )
 
     # -- writes ---------------------------------------------------------------------------------------------
 
@@ -294,7 +347,9 @@ class SQLiteGraphStore(GraphStoreBase):
         with shared.lock:
             for table in ("entities", "chunks", "mentions", "relations", "communities", "entity_communities"):
                 shared.connection.execute(f"DELETE FROM {table}")
-            shared.connection.execute("DELETE FROM meta WHERE key != 'community_version'")
+            shared.connection.execute(
+                f"DELETE FROM meta WHERE key NOT IN ('community_version', '{OWNER_ID}', '{OWNER_WHERE}')"
+            )
             shared.connection.execute(
                 "INSERT INTO meta(key, value) VALUES ('community_version', 1) "
                 "ON CONFLICT(key) DO UPDATE SET value = value + 1"

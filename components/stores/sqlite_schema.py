@@ -9,6 +9,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -93,6 +94,34 @@ class GraphStoreDamagedError(StoreError, ValueError):
     wrong, so it raises (a ``ValueError``, so the retrieval channels do not skip themselves) with what to do."""
 
 
+class GraphNotWritableError(StoreError, ValueError):
+    """The graph file, or the folder that holds it, cannot be written (permissions, a read-only file system): the
+    file is fine, and SQLite needs to write beside it (its write-ahead log) even to read it."""
+
+
+def not_writable(key: str) -> str | None:
+    """What keeps this process from writing the graph file ``key`` and the files SQLite keeps beside it, or
+    ``None`` (``os.access`` also says so for root on a read-only file system)."""
+    if key == "memory:":
+        return None
+    file, folder = Path(key), Path(key).parent
+    if file.exists() and not os.access(file, os.W_OK):
+        return "the file is read-only (its permissions, or a read-only file system)"
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        return "its folder is read-only (its permissions, or a read-only file system)"
+    return None
+
+
+def not_writable_error(key: str, reason: str, err: BaseException | None = None) -> GraphNotWritableError:
+    """The error for a graph file this process cannot write: not damaged, only not writable."""
+    cause = f" ({err})" if err is not None else ""
+    return GraphNotWritableError(
+        f"The graph file '{key}' cannot be written: {reason}{cause}. It is not damaged: SQLite writes beside it (its "
+        "-wal and -shm files) even to read it, so give this user write permission on the file and its folder, or "
+        "copy the index to a writable disk."
+    )
+
+
 class GraphNotFoundError(StoreError, ValueError):
     """A graph store opened for reading only (``create=False``, the query side) names a file that does not exist:
     a configuration error (wrong path or variable, or nothing indexed yet), never an empty graph."""
@@ -121,14 +150,23 @@ def connect(key: str, create: bool) -> sqlite3.Connection:
     """A connection to the file (schema created when missing), or a :class:`GraphStoreDamagedError` for a file
     that is not this store's database: not SQLite, tables missing, or empty where the query side reads."""
     # One connection used from several threads, always under shared.lock.
-    conn = sqlite3.connect(":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None)
-    command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent / "qdrant"))
+    try:
+        conn = sqlite3.connect(":memory:" if key == "memory:" else key, check_same_thread=False, isolation_level=None)
+    except sqlite3.OperationalError as err:
+        if reason := not_writable(key):
+            raise not_writable_error(key, reason, err) from err
+        raise
+    command = INDEX_COMMAND.replace("FOLDER", str(Path(key).parent))
     fix = f"move it away and index your files again (`{command}` redoes the sources the graph lacks)"
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
     except sqlite3.DatabaseError as err:
         conn.close()
+        # A file SQLite cannot open beside a read-only folder reads as "unable to open database file": that is not
+        # damage, and moving the file away would lose a good graph.
+        if reason := not_writable(key):
+            raise not_writable_error(key, reason, err) from err
         msg = f"The graph file '{key}' cannot be read ({err}): it is damaged or not a graph store; {fix}"
         raise GraphStoreDamagedError(msg) from err
     if tables and version != SCHEMA_VERSION:
@@ -143,11 +181,17 @@ def connect(key: str, create: bool) -> sqlite3.Connection:
         conn.close()
         what = f"lacks the table(s) {', '.join(missing)}" if tables else "is empty (no tables)"
         raise GraphStoreDamagedError(f"The graph file '{key}' {what}: it was damaged or replaced; {fix}")
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    if create or not tables:
-        # The query side of a complete file writes nothing: several serving workers open it while the indexer
-        # (the store host of `serve --workers N`) writes, and a reader must never wait for its write lock.
-        conn.executescript(_SCHEMA)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if create or not tables:
+            # The query side of a complete file writes nothing: several serving workers open it while the indexer
+            # (the store host of `serve --workers N`) writes, and a reader must never wait for its write lock.
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except sqlite3.OperationalError as err:
+        conn.close()
+        if reason := not_writable(key):
+            raise not_writable_error(key, reason, err) from err
+        raise
     return conn

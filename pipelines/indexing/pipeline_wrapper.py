@@ -42,10 +42,16 @@ from adaptive_retrieval.pipelines.serving import (
     load_served_pipeline,
     safe_filename,
     uploads_dir,
-    write_upload,
 )
 from adaptive_retrieval.pipelines.upload_names import upload_base_name
 from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.pipelines.upload_undo import (
+    clear_stale_backups,
+    forget_backups,
+    full_disk_message,
+    save_uploads,
+    take_back,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +72,7 @@ class PipelineWrapper(BasePipelineWrapper):
         if (graph := graph_store_of(self.pipeline)) is not None:
             graph.chunk_count()
         self.uploads = uploads_dir(self.store)
+        clear_stale_backups(self.uploads)
         # Indexing is CPU-bound and replaces chunks per source: a bounded queue admits a few uploads and runs
         # one at a time (by default), so uploads never take every worker and queries go on in parallel.
         self.queue = UploadQueue.from_env()
@@ -111,14 +118,20 @@ class PipelineWrapper(BasePipelineWrapper):
                 # Written only once admitted: a refused upload (queue full) never overwrites an indexed file.
                 before = read_manifests(self.store, sources)
                 paths = self._write(names, uploads)
-                counts = index_paths(self.pipeline, paths, force=force, batch_files=8, check=ticket.check)
+                try:
+                    counts = index_paths(self.pipeline, paths, force=force, batch_files=8, check=ticket.check)
+                except (InsufficientSpaceError, PipelineRuntimeError) as err:
+                    cause = err if isinstance(err, InsufficientSpaceError) else err.__cause__
+                    if not isinstance(cause, InsufficientSpaceError):
+                        raise
+                    # index_paths took back the batch the disk refused; the files not indexed go too.
+                    kept = take_back(paths, [hashlib.sha256(c).hexdigest() for _, c in uploads], self.store)
+                    raise public_server_error(507, full_disk_message(cause, names, kept)) from err
+                forget_backups(paths)
                 after = read_manifests(self.store, sources)
                 total = self.store.count_documents()
-        except (InsufficientSpaceError, PipelineRuntimeError) as err:
-            cause = err if isinstance(err, InsufficientSpaceError) else err.__cause__
-            if not isinstance(cause, InsufficientSpaceError):
-                raise
-            raise public_server_error(507, cause.public_message()) from err
+        except InsufficientSpaceError as err:
+            raise public_server_error(507, err.public_message()) from err
         except QueueFullError as err:
             raise HTTPException(429, detail=str(err), headers={"Retry-After": str(err.retry_after)}) from err
         except TimeBudgetError as err:
@@ -142,13 +155,12 @@ class PipelineWrapper(BasePipelineWrapper):
         )
 
     def _write(self, names: list[str], uploads: list[tuple[str | None, bytes]]) -> list[Path]:
-        """Write the checked uploads under their stored names; 507 when the uploads folder's disk is full."""
+        """Write the checked uploads under their stored names (the files they replace kept until indexed: see
+        ``upload_undo.py``); 507 when the uploads folder's disk is full (nothing is left behind)."""
         try:
-            return [
-                write_upload(self.uploads, name, content) for name, (_, content) in zip(names, uploads, strict=True)
-            ]
+            return save_uploads(self.uploads, names, [content for _, content in uploads])
         except OSError as err:  # no server path in the answer
-            detail = f"The server could not save the upload: {err.strerror or type(err).__name__}"
+            detail = f"The server could not save the upload: {err.strerror or type(err).__name__}; nothing was written"
             raise public_server_error(507, detail) from err
 
     def delete_sources(self, names: list[str]) -> list[dict]:

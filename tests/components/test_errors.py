@@ -14,7 +14,13 @@ from adaptive_retrieval.components.stores.edge_document_store import (
     StoreDamagedError,
     StoreLockedError,
 )
-from adaptive_retrieval.components.stores.sqlite_graph_store import GraphNotFoundError, GraphStoreDamagedError
+from adaptive_retrieval.components.stores.graph_store import GraphOwnedError
+from adaptive_retrieval.components.stores.sqlite_graph_store import (
+    GraphLocationError,
+    GraphNotFoundError,
+    GraphNotWritableError,
+    GraphStoreDamagedError,
+)
 from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.pipelines.limits import LimitExceededError
 from adaptive_retrieval.pipelines.ownership import StoreOwnedError
@@ -32,6 +38,9 @@ from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError
         (InsufficientSpaceError, StoreError, ValueError),
         (GraphNotFoundError, StoreError, ValueError),
         (GraphStoreDamagedError, StoreError, ValueError),
+        (GraphNotWritableError, StoreError, ValueError),
+        (GraphLocationError, StoreError, ValueError),
+        (GraphOwnedError, StoreError, ValueError),
         (StoreOwnedError, StoreError, RuntimeError),
         (LimitExceededError, InputError, ValueError),
         (PipelineLoadError, InputError, ValueError),

@@ -23,6 +23,9 @@ REFUSED = [
     ("empty.md", b"", "is empty"),
     ("blank.md", b"  \n\t\n", "is empty"),
     ("fake.pdf", b"hello", "not a PDF"),
+    ("odd-utf16.txt", b"\xff\xfe" + "text".encode("utf-16-le") + b"\x00", "UTF-16 byte-order mark"),
+    ("bom-only.md", b"\xff\xfe", "is empty"),
+    ("utf16-controls.md", b"\xff\xfe" + "\x01\x02\x03".encode("utf-16-le") * 50, "control characters"),
 ]
 ACCEPTED = [
     ("notes.md", b"# Notes\n\nPlain text, tabs\tand form feeds\f too.\r\n"),
@@ -30,6 +33,10 @@ ACCEPTED = [
     ("escape.txt", ("word " * 400 + "\x1b[0m").encode()),  # one escape sequence in a long text
     ("cjk.md", "# 标题\n\n内容。Кириллица.".encode()),
     ("paper.pdf", b"%PDF-1.4\n%%EOF"),
+    # Issue 41 #11: "Unicode" text from Windows editors was refused as binary (a NUL byte in every ASCII letter).
+    ("utf16le.txt", "\ufeffNotes: café, 标题".encode("utf-16-le")),
+    ("utf16be.md", "\ufeff# Notes\n\ncafé".encode("utf-16-be")),
+    ("utf32.html", "<p>café</p>".encode("utf-32")),
 ]
 
 

@@ -194,6 +194,25 @@ def test_a_good_query_still_answers(served: dict[str, Any]) -> None:
     assert response.status_code == 200 and len(response.json()["result"]["documents"]) == 1
 
 
+def test_an_upload_read_in_part_says_so(served: dict[str, Any]) -> None:
+    """A file whose parser kept less of its text than it holds is indexed, and the upload's answer lists it."""
+    from broken_files import pdf_with_a_lost_page
+
+    response = served["client"].post("/indexing/run", files=[("files", ("paper.pdf", pdf_with_a_lost_page()))])
+    assert response.status_code == 200, response.text
+    partial = response.json()["result"]["partial"]
+    assert len(partial) == 1 and partial[0]["source"].endswith("paper.pdf"), partial
+    assert "kept 2 of 3 pages" in partial[0]["reason"]
+
+
+def test_a_fullwidth_query_meets_the_indexed_words(served: dict[str, Any]) -> None:
+    """Issue 41 #11: the indexed text is NFKC-folded; the fullwidth query must be too, or BM25 finds nothing."""
+    response = served["client"].post("/query/run", json={"query": "ｎａｒｗｈａｌ", "top_k": 1})
+    assert response.status_code == 200, response.text
+    top = response.json()["result"]["documents"][0]
+    assert "sparse" in top["provenance"], top["provenance"]
+
+
 def _mcp_call(url: str, arguments: dict[str, Any]) -> tuple[bool, str]:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamablehttp_client

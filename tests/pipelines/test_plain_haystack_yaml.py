@@ -94,6 +94,30 @@ def test_plain_pipeline_loads_and_runs_from_the_index_the_environment_names(
     assert report["cwd"] == [] and list(cwd.iterdir()) == [], "nothing may be created in the working directory"
 
 
+def test_plain_pipeline_raises_while_another_process_holds_the_index(index: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 41 #9: while a server (here: this process) owns the embedded index, every channel of a plain
+    ``Pipeline.loads(...).run()`` fails to open it; the run returned ``[]`` / ``insufficient`` (each lock error only
+    logged). It must raise, naming each channel's reason, as ``run_query`` does."""
+    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+
+    holder = EdgeDocumentStore(path=str(index["qdrant"]))
+    assert holder.count_documents() > 0
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _PLAIN_RUN, str(YAML_DIR / "query.yaml"), QUESTION],
+            cwd=tmp_path,
+            env=_env(index),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        holder.close()
+        release_all_clients()
+    assert result.returncode != 0, f"an empty answer while the index was held: {result.stdout[-500:]}"
+    assert "NoChannelAnsweredError" in result.stderr and "Retrieval failed (" in result.stderr, result.stderr[-2000:]
+
+
 def _wait_up(process: subprocess.Popen, url: str) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and process.poll() is None:

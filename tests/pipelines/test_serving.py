@@ -138,7 +138,15 @@ BAD_REQUESTS = [
     ("no file", "post", "/indexing/run", {}, 400, "No file uploaded"),
     ("unsupported type", "post", "/indexing/run", {"files": [("files", ("x.exe", b"MZ"))]}, 400, "unsupported"),
     ("empty file", "post", "/indexing/run", {"files": [("files", ("e.md", b""))]}, 400, "empty"),
-    ("not UTF-8", "post", "/indexing/run", {"files": [("files", ("b.txt", b"\xff\xfe\x00bad"))]}, 400, "UTF-8"),
+    # Latin-1, not UTF-8 (bytes that start with FF FE are UTF-16 text with a byte-order mark, and read as such).
+    (
+        "not UTF-8",
+        "post",
+        "/indexing/run",
+        {"files": [("files", ("b.txt", "\xe9t\xe9 bad".encode("latin-1")))]},
+        400,
+        "UTF-8",
+    ),
     ("fake PDF", "post", "/indexing/run", {"files": [("files", ("f.pdf", b"hello"))]}, 400, "not a PDF"),
     ("no filename", "post", "/indexing/run", {"files": [("files", ("..", b"text"))]}, 400, "name"),
     (

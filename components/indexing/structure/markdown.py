@@ -7,7 +7,13 @@ import re
 
 from markdown_it import MarkdownIt
 
-from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
+from adaptive_retrieval.components.indexing.structure.blocks import (
+    Coverage,
+    Parsed,
+    blocks_from_headings,
+    item_units,
+    text_units,
+)
 
 # YAML front matter would otherwise parse as a thematic break plus a setext heading.
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -48,7 +54,9 @@ def parse_markdown(text: str) -> Parsed:
     leading = "\n".join(lines[: headings[0][0]]).strip() if headings else ""
     if headings and len(level_one) == 1 and headings[0] == level_one[0] and not leading:
         title = headings[0][3]
-    return Parsed(title=title, blocks=blocks_from_headings(items))
+    # Blocks are the source's own lines, so only heading markup (and a link target in a heading) is not kept.
+    coverage = Coverage(kept=item_units(items), total=text_units(body))
+    return Parsed(title=title, blocks=blocks_from_headings(items), coverage=coverage)
 
 
 def _plain(inline: object) -> str:

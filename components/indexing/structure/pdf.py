@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaptive_retrieval.components.indexing.structure.blocks import Parsed, blocks_from_headings
+from adaptive_retrieval.components.indexing.structure.blocks import Coverage, Parsed, blocks_from_headings
 from adaptive_retrieval.components.text.numbering import heading_number
 
 if TYPE_CHECKING:
@@ -350,6 +350,27 @@ def _from_layout(lines: list[Line]) -> tuple[str | None, list[tuple[int, str] | 
     return title, _items(lines, heads, starts)
 
 
+def _declared_pages(reader: PdfReader) -> int | None:
+    """The page count the file's page tree declares (``/Count``), or ``None`` when it cannot be read."""
+    try:
+        count = reader.trailer["/Root"]["/Pages"]["/Count"]
+        return int(count) if 0 <= int(count) <= 1_000_000 else None
+    except Exception:  # a page tree without a usable /Count: nothing to compare with
+        return None
+
+
+def _page_coverage(found: int, declared: int | None, unread: list[int]) -> Coverage:
+    """Pages read of the pages the file holds: the larger of what pypdf found and what the page tree declares (pypdf
+    drops a page-tree entry it cannot use with only a log line), less the pages whose text could not be read."""
+    total = max(found, declared or 0)
+    notes = []
+    if total > found:
+        notes.append(f"{total - found} of the {total} pages the file declares could not be found")
+    if unread:
+        notes.append(f"page(s) {', '.join(map(str, unread[:10]))}{' …' if len(unread) > 10 else ''} could not be read")
+    return Coverage(kept=found - len(unread), total=total, unit="pages", note="; ".join(notes))
+
+
 def parse_pdf(source: str | Path | bytes) -> Parsed:
     """Blocks of a PDF (a path or its bytes): cut at its outline entries when at least half of them are found in
     the text, else at headings recognised by style and numbering; the title from the file's metadata or, failing
@@ -364,8 +385,15 @@ def parse_pdf(source: str | Path | bytes) -> Parsed:
 
     reader = PdfReader(io.BytesIO(source) if isinstance(source, bytes) else str(source))
     lines: list[Line] = []
-    for index, page in enumerate(reader.pages):
-        lines.extend(page_lines(page, index))
+    unread: list[int] = []
+    pages = reader.pages
+    for index, page in enumerate(pages):
+        try:
+            lines.extend(page_lines(page, index))
+        except Exception as error:  # one broken page (a bad content stream or font) must not lose the others
+            logger.warning("Page %d of the PDF could not be read (%s): skipped", index + 1, error)
+            unread.append(index + 1)
+    coverage = _page_coverage(len(pages), _declared_pages(reader), unread)
     meta_title = None
     try:
         raw = (reader.metadata or {}).get("/Title")
@@ -376,4 +404,5 @@ def parse_pdf(source: str | Path | bytes) -> Parsed:
     layout_title, layout_items = _from_layout(lines)
     items = _from_outline(lines, outline) if outline else None
     title = meta_title if meta_title and len(meta_title) > 3 else layout_title
-    return Parsed(title=title, blocks=blocks_from_headings(items if items is not None else layout_items))
+    blocks = blocks_from_headings(items if items is not None else layout_items)
+    return Parsed(title=title, blocks=blocks, coverage=coverage)

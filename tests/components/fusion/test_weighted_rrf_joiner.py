@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from adaptive_retrieval.components.fusion.weighted_rrf_joiner import NoChannelAnsweredError, WeightedRRFJoiner
 
 
 def docs(*ids: str) -> list[Document]:
@@ -84,3 +84,32 @@ def test_a_failed_channel_is_reported_as_data() -> None:
     assert [d.id for d in out["documents"]] == ["a"]
     assert out["fusion"]["failures"] == {"sparse": "ConnectionError: the store is down"}
     assert out["fusion"]["weights"] == {"dense": 1.0}
+
+
+def test_every_weighted_channel_failing_raises_instead_of_an_empty_list() -> None:
+    """Issue 41 #9: a plain ``Pipeline.run`` returned ``[]`` while another process held the store (each channel's
+    lock error only logged); the joiner now raises, so every caller of the pipeline learns it."""
+    joiner = WeightedRRFJoiner(channels=["dense", "sparse", "section"])
+    with pytest.raises(NoChannelAnsweredError, match="dense: StoreLockedError: locked") as caught:
+        joiner.run(
+            dense=None,
+            dense_failure="StoreLockedError: locked",
+            sparse=None,
+            sparse_failure="StoreLockedError: locked",
+            section=[],
+            weights={"dense": 0.5, "sparse": 0.5, "section": 0.0},
+        )
+    assert set(caught.value.reasons) == {"dense", "sparse"}
+
+
+def test_some_channels_failing_raises_only_when_nothing_came_back() -> None:
+    joiner = WeightedRRFJoiner(channels=["dense", "sparse"])
+    weights = {"dense": 0.5, "sparse": 0.5}
+    with pytest.raises(NoChannelAnsweredError, match="sparse"):
+        joiner.run(dense=[], sparse=None, sparse_failure="OSError: gone", weights=weights)
+    out = joiner.run(
+        dense=[Document(id="a", content="a")], sparse=None, sparse_failure="OSError: gone", weights=weights
+    )
+    assert [d.id for d in out["documents"]] == ["a"]
+    # A channel that was not connected (no failure reported) is skipped as before, even when nothing came back.
+    assert joiner.run(dense=[], weights=weights)["documents"] == []

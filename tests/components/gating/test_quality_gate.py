@@ -168,6 +168,14 @@ def test_gate_and_loop_reject_bad_input() -> None:
         loop.run(query="q", retry={"attempt": 0, "previous": {}})
 
 
+def test_the_loop_folds_the_query_as_the_indexer_folds_documents() -> None:
+    """Issue 41 #11: documents are NFKC-normalised when indexed; a fullwidth query was not, so its words met no
+    indexed word. The loop is where every surface's query enters the pipeline, on every attempt."""
+    loop = RetryLoop()
+    assert loop.run(query="ｗｉｔｈ　ｓｔａｔｅｍｅｎｔ")["query"] == "with statement"
+    assert loop.run(query="ﬁle Ⅸ", retry={"attempt": 1, "previous": {}})["query"] == "file IX"
+
+
 def test_escalation_widens_the_strategy(model_dir: Path) -> None:
     base = {"weights": {"dense": 0.5, "sparse": 0.5, "graph_global": 0.0}, "top_k": 10, "fetch_k": 30}
     assert escalate_strategy(base, 0) is base

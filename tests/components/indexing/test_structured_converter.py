@@ -99,6 +99,62 @@ def test_html_headings_from_the_element_tree() -> None:
     assert not any("Copyright" in t or "Home" in t or "var x" in t for t in texts)
 
 
+def test_the_tag_stream_reads_a_page_as_the_tree_does() -> None:
+    """The fallback reader applies the same rules: on the sample page it yields the tree's very blocks."""
+    from adaptive_retrieval.components.indexing.structure.blocks import blocks_from_headings
+    from adaptive_retrieval.components.indexing.structure.html_stream import page_text_units, stream_items
+
+    items, title = stream_items(HTML)
+    assert title == "Service manual"
+    assert blocks_from_headings(items) == parse_html(HTML).blocks
+    parsed = parse_html(HTML)
+    assert parsed.coverage is not None and parsed.coverage.kept == parsed.coverage.total == page_text_units(HTML)
+
+
+PARAGRAPHS = "".join(f"<p>para {i} word{i}</p>" for i in range(400))
+
+
+@pytest.mark.parametrize(
+    ("label", "page"),
+    [
+        ("400 unclosed <p><font>", "".join(f"<p><font>para {i} word{i}" for i in range(400))),
+        ("300 nested divs", "<div>" * 300 + PARAGRAPHS + "</div>" * 300),
+        ("5000 nested divs", "<div>" * 5000 + PARAGRAPHS + "</div>" * 5000),
+        ("3000 unclosed <b>", "<h1>T</h1>" + "".join(f"<p><b>para {i} word{i}" for i in range(3000))),
+    ],
+)
+def test_markup_nested_past_the_parsers_limit_is_read_whole(label: str, page: str) -> None:
+    """Issue 41 #5: libxml2 stops descending past its nesting limit (256, 2,048 with huge_tree) and drops the rest
+    silently: ~127 paragraphs of 400 were kept and indexing said success. Every paragraph is read, and the parse
+    says how much of the page's text it kept."""
+    parsed = parse_html(page)
+    text = "\n\n".join(b.text for b in parsed.blocks)
+    last = 2999 if "3000" in label else 399
+    assert f"word{last}" in text and "word0" in text and "word200" in text, label
+    assert parsed.coverage is not None and parsed.coverage.share == 1.0 and not parsed.coverage.short
+
+
+def test_a_pdf_page_the_page_tree_loses_is_counted() -> None:
+    """pypdf skips a page-tree entry it cannot use with a log line; the pages the file declares are the count."""
+    data = _pdf([*PAGES, PAGES[1]]).replace(b"/Kids [3 0 R 5 0 R 7 0 R]", b"/Kids [3 0 R 42 7 0 R]")
+    parsed = parse_pdf(data)
+    assert parsed.coverage is not None and (parsed.coverage.kept, parsed.coverage.total) == (2, 3)
+    assert parsed.coverage.short and "could not be found" in parsed.coverage.describe()
+    assert parse_pdf(_pdf(PAGES)).coverage.share == 1.0
+
+
+def test_the_converter_reports_what_it_kept(tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text(MARKDOWN, encoding="utf-8")
+    (tmp_path / "manual.html").write_text(HTML, encoding="utf-8")
+    (tmp_path / "paper.pdf").write_bytes(_pdf(PAGES))
+    docs = StructuredConverter().run(sources=sorted(tmp_path.iterdir()))["documents"]
+    reports = {Path(d.meta["file_path"]).name: d.meta["extraction"] for d in docs}
+    assert reports["paper.pdf"] == {"kept": 2, "total": 2, "unit": "pages", "share": 1.0}
+    assert reports["guide.md"]["share"] >= 0.99 and reports["manual.html"]["share"] == 1.0
+    chunks = SectionSplitter(chunk_words=60, min_chunk_words=5).run(docs)["documents"]
+    assert chunks and not any("extraction" in c.meta for c in chunks)  # the file's report, not each chunk's
+
+
 def test_numbered_headings() -> None:
     assert heading_number("3.2 Termination") == ("3.2", 2)
     assert heading_number("3.2. Termination criteria") == ("3.2", 2)

@@ -14,6 +14,8 @@ from adaptive_retrieval.components.stores.graph_store import (
     ChunkEntities,
     Community,
     EntityMention,
+    GraphOwnedError,
+    GraphOwner,
     GraphStore,
     GraphStoreBase,
 )
@@ -165,6 +167,25 @@ def test_clear_and_validation(graph: GraphStore) -> None:
     with pytest.raises(ValueError, match="twice"):
         graph.replace_chunks([chunk("c1", "d1"), chunk("c1", "d1")])
     assert graph.replace_chunks([]).chunks_written == 0
+
+
+def test_a_graph_belongs_to_one_index(graph: GraphStore) -> None:
+    """Issue 41 #2: two indexes writing one graph mixed their records (and each pruned the other's as orphans).
+    The first index to claim a graph owns it; another is refused, naming the owner and how to keep graphs apart
+    on this backend (a file per index; on Neo4j a database or a label prefix per index). Clearing keeps the owner."""
+    assert isinstance(graph, GraphStoreBase)
+    assert graph.owner() is None
+    owner = graph.claim("index-a", "/x/a")
+    assert owner == GraphOwner("index-a", "/x/a") == graph.owner()
+    assert graph.claim("index-a", "/x/a") == owner  # the owner again: fine
+    with pytest.raises(GraphOwnedError, match="/x/a") as refused:
+        graph.claim("index-b", "/x/b")
+    assert "/x/b" in str(refused.value) and "of its own" in str(refused.value)
+    if isinstance(graph, Neo4jGraphStore):
+        assert "label prefix" in str(refused.value) and "NEO4J_DATABASE" in str(refused.value)
+    graph.replace_chunks([chunk("c1", "d1", m("paris"), m("france"))])
+    graph.clear()
+    assert graph.owner() == owner and graph.chunk_count() == 0
 
 
 def test_serialisation_round_trip(graph: GraphStore) -> None:
