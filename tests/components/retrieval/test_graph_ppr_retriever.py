@@ -153,7 +153,7 @@ def test_the_query_pipeline_wires_the_channel_on_request(tmp_path: Path) -> None
     loaded = loads_pipeline(text, path=str(tmp_path / "other" / "qdrant"))
     ppr = loaded.get_component("graph_ppr")
     assert isinstance(ppr, GraphPPRRetriever)
-    assert ppr.graph_store.path == str(tmp_path / "other" / "graph.sqlite")
+    assert ppr.graph_store.path == str(tmp_path / "other" / "qdrant" / "graph.sqlite")  # each index its own graph
     senders = {(s, r) for s, r, _ in loaded.graph.in_edges("graph_ppr", data="from_socket")}
     assert {("dense", "graph_ppr"), ("sparse", "graph_ppr")} <= senders
     # Dropping the channel again gives back the default pipeline's profiles (up to rounding).
