@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import socket
 import threading
 import time
@@ -54,14 +53,13 @@ from adaptive_retrieval.pipelines.drawing import (
     mermaid_texts,
     rendered_svg,
 )
+from adaptive_retrieval.pipelines.request_logs import access_log_on
 
 logger = logging.getLogger(__name__)
 
 #: Hayhooks' own setting: copy every component run's span into the buffer of ``/traces`` (off here unless set).
 TRACE_SPANS_ENV = "HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS"
 PIPELINES_DIR = Path(__file__).resolve().parent
-#: Environment variable: 1 logs one line per HTTP request (see access_log_on).
-ACCESS_LOG_ENV = "ADAPTIVE_ACCESS_LOG"
 
 
 def _text(name: str, detail: str) -> str:
@@ -187,33 +185,6 @@ def _document_bearer_auth(app: FastAPI) -> None:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-
-
-def access_log_on() -> bool:
-    """Whether the server logs one line per HTTP request (``$ADAPTIVE_ACCESS_LOG=1``; uvicorn's access log, through
-    Hayhooks' loguru in a one-process server). Off by default: `serve --workers N` never logged requests, and in
-    one process it is CPU per request (``scripts/profile_server.py`` shows its share); errors are logged either
-    way."""
-    return app_settings.flag(ACCESS_LOG_ENV)
-
-
-#: Loggers that write one line or more per request at INFO: Haystack's "Running component ..." (about 13 per query),
-#: httpx's "HTTP Request: ..." (a worker's forwarded upload or delete) and, through loguru, Hayhooks' "Running
-#: pipeline ..." with the request's fields (the query's text).
-_PER_REQUEST_LOGGERS = ("haystack", "httpx")
-
-
-def quiet_request_logs() -> None:
-    """Unless the access log is on (``$ADAPTIVE_ACCESS_LOG=1``), keep what each request carries out of the log:
-    Haystack's per-component lines and Hayhooks' per-run lines (which name the query's text) drop to warnings and
-    errors. Call it before Hayhooks is imported: Hayhooks reads its documented level variable, ``LOG``, then (an
-    explicit ``LOG`` or ``HAYHOOKS_LOG_LEVEL`` is kept)."""
-    if access_log_on():
-        return
-    if not (app_settings.is_set("LOG") or app_settings.is_set("HAYHOOKS_LOG_LEVEL")):
-        os.environ["LOG"] = "WARNING"
-    for name in _PER_REQUEST_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1", port: int = 1416) -> FastAPI:

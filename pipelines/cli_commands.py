@@ -267,7 +267,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     from haystack.lazy_imports import LazyImport
 
     from adaptive_retrieval.components.extras import install_hint
-    from adaptive_retrieval.pipelines.app import quiet_request_logs
+    from adaptive_retrieval.pipelines.request_logs import quiet_request_logs
 
     quiet_request_logs()  # before Hayhooks is imported: it reads its log level then
     with LazyImport(install_hint("serve")) as serve_import:

@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app, quiet_request_logs
+    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
+    from adaptive_retrieval.pipelines.request_logs import quiet_request_logs
     from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV
 
     quiet_request_logs()

@@ -270,7 +270,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     import_haystack_without_torch()  # before anything imports Haystack (about 200 MB less per worker)
     import uvicorn
 
-    from adaptive_retrieval.pipelines.app import access_log_on, quiet_request_logs
+    from adaptive_retrieval.pipelines.request_logs import access_log_on, quiet_request_logs
 
     quiet_request_logs()
 

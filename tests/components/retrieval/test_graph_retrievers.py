@@ -221,7 +221,7 @@ def test_communities_and_the_global_channel(index: Index) -> None:
     assert detector.run(force=True)["recomputed"]
 
 
-def test_pipelines_wire_the_graph_and_load_it_beside_the_qdrant_folder(tmp_path: Path) -> None:
+def test_pipelines_wire_the_graph_and_load_it_from_the_index_folder(tmp_path: Path) -> None:
     from adaptive_retrieval.components.retrieval.channels import pipeline_channels
     from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, graph_store_of
     from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
@@ -231,14 +231,14 @@ def test_pipelines_wire_the_graph_and_load_it_beside_the_qdrant_folder(tmp_path:
     # graph_global is opt-in: asked for here so that two graph channels share the graph store.
     query = build_query_pipeline(store=store, opt_in=("graph_global",))
     assert "graph_local" in pipeline_channels() and "graph_global" not in pipeline_channels()
-    assert query.get_component("graph_local").graph_store.path == str(tmp_path / "graph.sqlite")
+    assert query.get_component("graph_local").graph_store.path == str(tmp_path / "qdrant" / "graph.sqlite")
     indexing = build_indexing_pipeline(store=store)
-    assert graph_store_of(indexing).path == str(tmp_path / "graph.sqlite")
+    assert graph_store_of(indexing).path == str(tmp_path / "qdrant" / "graph.sqlite")
 
     text = dumps_pipeline(query)
     other = tmp_path / "elsewhere" / "qdrant"
     first, second = loads_pipeline(text, path=str(other)), loads_pipeline(text, path=str(other))
-    expected = str(tmp_path / "elsewhere" / "graph.sqlite")
+    expected = str(other / "graph.sqlite")  # each index keeps its graph in its own folder
     for loaded in (first, second):
         for name in ("graph_local", "graph_global"):
             assert loaded.get_component(name).graph_store.path == expected
