@@ -11,8 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# The reference follows a space, or directly a "§", an abbreviation's dot or a digit ("§3", "Fig.2", "Table2"):
+# never a letter, or "articles" and "tables" would read as Article S and Table S.
 _NUMBERED_REF = re.compile(
-    r"\b(?P<kind>section|sect\.|§|chapter|appendix|table|figure|fig\.|paragraph|clause|article|part)\s*"
+    r"\b(?P<kind>section|sect\.|§|chapter|appendix|table|figure|fig\.|paragraph|clause|article|part)"
+    r"(?:\s+|(?<=[§.])\s*|(?=\d))"
     r"(?P<ref>\d+(?:\.\d+)*|[A-Z](?:\.\d+)*|[ivxlc]+)\b",
     re.IGNORECASE,
 )

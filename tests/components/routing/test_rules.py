@@ -8,7 +8,7 @@ import time
 import pytest
 
 from adaptive_retrieval.components.routing.intent_router import DEFAULT_RULE_STRENGTHS
-from adaptive_retrieval.components.routing.rules import apply_rules
+from adaptive_retrieval.components.routing.rules import apply_rules, structural_reference
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,15 @@ def test_rules_stay_linear_on_long_input() -> None:
         start = time.perf_counter()
         apply_rules(query, DEFAULT_RULE_STRENGTHS)
         assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("query", ["What articles exist on time sharing?", "tables of random numbers", "spare parts"])
+def test_plural_words_are_not_numbered_references(query: str) -> None:
+    # "articles" once read as Article S, a structural reference that sent the query to the section channel.
+    assert structural_reference(query) is None
+
+
+def test_numbered_references_still_read_with_or_without_a_space() -> None:
+    for query, ref in (("What does Article 17 say?", "17"), ("Fig.2 shows", "2"), ("see Table2", "2")):
+        found = structural_reference(query)
+        assert found is not None and found["ref"] == ref
