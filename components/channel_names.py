@@ -52,6 +52,11 @@ _NAMES = (
     ChannelName("graph_ppr", opt_in=True, reads=("dense", "sparse")),
     # bridge expands the dense and sparse channels' top hits with the names they write.
     ChannelName("bridge", reads=("dense", "sparse")),
+    # Pseudo-relevance feedback from the dense and sparse channels' top hits: BM25 with the query widened by their
+    # words (RM3), and the dense search with the query vector moved toward theirs (Rocchio). Opt-in until a
+    # leave-one-set-out fit over every development set gives them weight (scripts/calibrate_profiles.py --all-dev).
+    ChannelName("sparse_prf", opt_in=True, reads=("dense", "sparse")),
+    ChannelName("dense_prf", opt_in=True, reads=("dense", "sparse")),
 )
 
 #: Every channel by name, in the order pipelines list them.

@@ -54,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from adaptive_retrieval.components.routing.profiles import validate_profiles  # noqa: E402
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
+from evaluation import calibrate_all_dev  # noqa: E402
 from evaluation.data import (  # noqa: E402
     EvalSet,
     add_jsonl_arguments,
@@ -87,6 +88,7 @@ CAPTURE_K = 2 * max(FETCH_GRID)
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    calibrate_all_dev.add_arguments(parser)
     parser.add_argument("--hotpot", help="HotpotQA folder")
     parser.add_argument("--wiki2", help="2Wiki corpus.json added to HotpotQA as distractors")
     parser.add_argument("--wiki2-limit", type=int, default=None)
@@ -271,6 +273,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    if args.all_dev:
+        try:
+            return calibrate_all_dev.run(args, command, log)
+        finally:
+            release_all_clients()
     report: dict[str, Any] = {"command": command, "metric": METRIC, "datasets": {}}
     try:
         train, test, tail = capture_sets(args, report, log)

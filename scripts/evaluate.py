@@ -26,6 +26,13 @@ ratio and of adaptive's full@10 per type: on 100 questions one question moves fu
 MuSiQue as released (the paragraphs of its questions are the corpus). A ``--corpus`` file ending in ``.json`` (or
 a folder holding ``corpus.json``) is a 2WikiMultihopQA-style ``[{title, text}]`` list added as distractors,
 exactly as ``--wiki2`` adds it.
+
+``--all-dev DATA`` runs every development set found under DATA (``evaluation/dev_sets.py``: hotpotqa100,
+musique_dev100 with the 2Wiki distractors, dragonball_law_en's answerable questions, ARAGOG, MEDLINE, CACM, TIME,
+LISA, ADI; ``--sets`` picks some) for the stock hybrid, adaptive and adaptive with the packaged fixed profile, and
+prints one table: each set's quality metrics with 95 % bootstrap intervals, the ratios to the stock hybrid and
+the p50s (``--json``: the table and every set's report). Indexes are cached under ``--root``, so a rerun only asks
+the questions.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.threads import limit_blas_threads
+from evaluation.all_dev import markdown_table, table_rows
 from evaluation.data import (
     EvalSet,
     add_jsonl_arguments,
@@ -54,6 +62,7 @@ from evaluation.data import (
     load_musique,
     load_wiki2,
 )
+from evaluation.dev_sets import available_dev_sets
 from evaluation.metrics import (
     BOOTSTRAP_RESAMPLES,
     METRICS,
@@ -370,6 +379,12 @@ def markdown(report: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_jsonl_arguments(parser)
+    parser.add_argument(
+        "--all-dev",
+        metavar="DATA",
+        help="every development set under DATA: stock hybrid, adaptive and the fixed profile, one table",
+    )
+    parser.add_argument("--sets", help="--all-dev: only these sets (comma-separated names, e.g. medline,time)")
     parser.add_argument("--hotpot", help="HotpotQA folder (corpus.json + questions.json)")
     parser.add_argument("--aragog", help="ARAGOG folder (questions.json + papers/)")
     parser.add_argument(
@@ -407,10 +422,58 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def all_dev(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """``--all-dev``: every development set for the stock hybrid, adaptive and the fixed profile; one table."""
+    if any((args.corpus, args.questions, args.hotpot, args.aragog, args.musique, args.wiki2)):
+        raise SystemExit("--all-dev reads every set from its data folder: give no other data option.")
+    if args.split != "all" or args.limit:
+        raise SystemExit("--all-dev asks every question of every set (no --split or --limit).")
+    data = Path(args.all_dev).expanduser()
+    dev_sets = available_dev_sets(data, [s for s in (args.sets or "").split(",") if s] or None)
+    fixed = read_fixed_profile(args.fixed_profile or "packaged")
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    reports: dict[str, Any] = {}
+    try:
+        for dev_set in dev_sets:
+            log(f"[all-dev] {dev_set.name} ({dev_set.kind})")
+            report = evaluate(
+                dev_set.load(data),
+                ["stock_hybrid_rrf", ADAPTIVE],
+                Path(args.root),
+                top_k=args.top_k,
+                fetch_k=args.fetch_k,
+                query_yaml=args.query_yaml,
+                indexing_yaml=args.indexing_yaml,
+                use_cache=not args.no_cache,
+                log=log,
+                joiner_k=args.joiner_k,
+                fixed_profile=fixed,
+            )
+            reports[dev_set.name] = (dev_set, report)
+            log(markdown_table(table_rows({dev_set.name: reports[dev_set.name]})))
+    finally:
+        release_all_clients()
+    rows = table_rows(reports)
+    print(f"### Every development set: {command}\n")
+    print(markdown_table(rows))
+    out = {
+        "command": command,
+        "machine": machine(),
+        "table": [r.to_dict() for r in rows],
+        "sets": {name: report for name, (_, report) in reports.items()},
+    }
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=2, ensure_ascii=False))
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     limit_blas_threads()  # as the CLI and the server run (every system of the run shares it)
+    if args.all_dev:
+        return all_dev(args, "python scripts/evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv))
     evalset = build_evalset(args)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     try:

@@ -48,11 +48,13 @@ from adaptive_retrieval.components.channel_names import (
 from adaptive_retrieval.components.channel_names import check_channel_set as check_channel_set
 from adaptive_retrieval.components.channel_names import pipeline_channels as pipeline_channels
 from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever
+from adaptive_retrieval.components.retrieval.dense_feedback_retriever import DenseFeedbackRetriever
 from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
 from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
 from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput, RankedHits
 from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
+from adaptive_retrieval.components.retrieval.sparse_feedback_retriever import SparseFeedbackRetriever
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 
 # The query-side sources a channel may take (the values of ChannelSpec.inputs), besides another channel's
@@ -137,6 +139,17 @@ class ChannelSpec:
         return self.component(**{s: stores[s] for s in self.stores}, **self.init_parameters)
 
 
+#: The feedback channels' inputs: both query vectors (to search the first hits themselves when the dense or BM25
+#: channel has no weight) and those channels' lists.
+_FEEDBACK_INPUTS = MappingProxyType(
+    {
+        "query_embedding": QUERY_EMBEDDING,
+        "query_sparse_embedding": SPARSE_EMBEDDING,
+        "nearest": documents_of("dense"),
+        "lexical": documents_of("sparse"),
+    }
+)
+
 _SPECS = (
     ChannelSpec(
         DenseRetriever,
@@ -173,6 +186,12 @@ _SPECS = (
         BridgeRetriever,
         inputs={"nearest": hits_of("dense"), "lexical": hits_of("sparse")},
         init_parameters=MappingProxyType({"filters": CHUNKS_ONLY}),
+    ),
+    ChannelSpec(
+        SparseFeedbackRetriever, inputs=_FEEDBACK_INPUTS, init_parameters=MappingProxyType({"filters": CHUNKS_ONLY})
+    ),
+    ChannelSpec(
+        DenseFeedbackRetriever, inputs=_FEEDBACK_INPUTS, init_parameters=MappingProxyType({"filters": CHUNKS_ONLY})
     ),
 )
 

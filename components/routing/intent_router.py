@@ -18,10 +18,13 @@ from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
 from adaptive_retrieval.components.routing.profiles import (
+    DEFAULT_MIN_CONFIDENCE,
+    DEFAULT_PLAIN_FALLBACK,
     INTENTS,
+    choose_strategy,
+    default_fallback_profile,
     default_profiles,
     escalate_strategy,
-    mix_profiles,
     validate_profiles,
 )
 from adaptive_retrieval.components.routing.rules import apply_rules
@@ -36,6 +39,9 @@ DEFAULT_RULE_STRENGTHS: dict[str, float] = {
     "summary": 0.5,
     "opinion": 0.35,
     "nested": 0.3,
+    # Not a prior: any positive strength sends a plain search (rules.plain_search) to the fallback profile (on when
+    # the fit chose it: routing/data/profiles.json, fallback.plain).
+    "plain": 1.0 if DEFAULT_PLAIN_FALLBACK else 0.0,
 }
 
 
@@ -53,7 +59,11 @@ class IntentRouter:
     The classifier scores each intent by the mean cosine of the query to its ``neighbours`` closest exemplar
     queries and turns the scores into probabilities with a softmax at ``temperature``; rules (structural
     references, code-like tokens, comparisons, summaries...) add priors. The strategy is the probability mix of
-    the intent profiles (``soft=True``) or the top intent's profile. Given the query embedding it takes well
+    the intent profiles (``soft=True``) or the top intent's profile, except for two kinds of query, which take the
+    ``fallback_profile`` (the safest one: fitted never to fall below the stock hybrid on any development set): a
+    query whose top intent has a probability under ``min_confidence``, and a plain search (a topic described
+    rather than a question asked: a request for documents, a statement, a query in capitals; see
+    :func:`~adaptive_retrieval.components.routing.rules.plain_search`). Given the query embedding it takes well
     under 2 ms: one ``[n_exemplars, dim]`` matrix product.
 
     Usage::
@@ -79,6 +89,8 @@ class IntentRouter:
         escalation_depth: float = 2.0,
         escalation_floor: float = 0.1,
         channels: list[str] | None = None,
+        fallback_profile: dict[str, Any] | None = None,
+        min_confidence: float | None = None,
     ) -> None:
         """
         :param model: ONNX model folder used to embed the exemplars (the same model must embed the query).
@@ -99,15 +111,32 @@ class IntentRouter:
             :mod:`~adaptive_retrieval.components.channel_names`); ``weights`` has exactly these keys, and a
             profile giving weight to any other channel is an error. Defaults to the channels that are not opt-in
             (``build_query_pipeline`` fills it from the registry).
+        :param fallback_profile: the strategy of a query the router is unsure of or that reads as a plain search
+            (same fields as a profile); defaults to the fitted one in ``routing/data/profiles.json`` when
+            ``profiles`` is not given either, else none (every query then takes its intents' mix).
+        :param min_confidence: a query whose top intent has a lower probability takes ``fallback_profile``;
+            defaults to the fitted value with the packaged fallback, else 0.
         """
         self.model = model
         self.precision = precision
         self.device = device
         self.exemplars = exemplars
         intents = tuple(exemplars) if exemplars is not None else INTENTS
+        packaged = profiles is None
         self.profiles = profiles if profiles is not None else default_profiles()
         self.channels = check_channel_set(channels if channels is not None else pipeline_channels())
         validate_profiles(self.profiles, intents, self.channels)
+        self.fallback_profile = (
+            fallback_profile if fallback_profile is not None else default_fallback_profile() if packaged else None
+        )
+        if self.fallback_profile is not None:
+            validate_profiles({"fallback": self.fallback_profile}, ("fallback",), self.channels)
+        if min_confidence is None:
+            min_confidence = DEFAULT_MIN_CONFIDENCE if packaged and fallback_profile is None else 0.0
+        if not 0.0 <= min_confidence <= 1.0:
+            msg = f"min_confidence must be within [0, 1], got {min_confidence}"
+            raise ValueError(msg)
+        self.min_confidence = float(min_confidence)
         if exemplars is not None:
             empty = [i for i, qs in exemplars.items() if not qs]
             if empty:
@@ -168,6 +197,25 @@ class IntentRouter:
         probs /= probs.sum()
         return {intent: float(p) for intent, p in zip(self.intents, probs, strict=True)}
 
+    def base_strategy(
+        self, probabilities: dict[str, float], plain: str | None = None
+    ) -> tuple[dict[str, Any], str | None]:
+        """The first attempt's strategy for intent ``probabilities`` (classifier and rules mixed), and why it is the
+        fallback profile's (``None`` when it is the intents' mix); see
+        :func:`~adaptive_retrieval.components.routing.profiles.choose_strategy`.
+
+        :param plain: why the query reads as a plain search (the rules' ``plain``), or ``None``.
+        """
+        return choose_strategy(
+            self.profiles,
+            probabilities,
+            self.channels,
+            self.soft,
+            self.fallback_profile,
+            self.min_confidence,
+            plain,
+        )
+
     @component.output_types(
         intent=str,
         confidence=float,
@@ -188,7 +236,8 @@ class IntentRouter:
             strategy (see :func:`adaptive_retrieval.components.routing.profiles.escalate_strategy`).
         :returns: ``intent`` (top intent), ``confidence`` (its probability), the strategy (``weights``,
             ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``), ``structural`` (a section/table reference or
-            ``None``) and ``routing`` (probabilities, rules fired, time taken) for diagnostics; ``strategy`` (the
+            ``None``) and ``routing`` (probabilities, rules fired, ``fallback``: why the fallback profile was
+            taken, or ``None``; time taken) for diagnostics; ``strategy`` (the
             same five fields in one dict) and ``next_strategy`` (what a retry one level up would use), so the
             quality gate can skip a retry that would change nothing.
         :raises ValueError: for an empty or too long query, or a query embedding of the wrong dimension.
@@ -202,7 +251,7 @@ class IntentRouter:
         scale = mass / sum(priors.values()) if priors else 0.0
         probs = {i: (1 - mass) * p + scale * priors.get(i, 0.0) for i, p in classifier.items()}
         intent = max(probs, key=probs.__getitem__)
-        base = mix_profiles(self.profiles, probs if self.soft else {intent: 1.0}, self.channels)
+        base, fallback = self.base_strategy(probs, rules.plain)
         # The quality gate sends a weak result back with escalation n >= 1: same intent, a wider strategy.
         strategy = escalate_strategy(base, escalation or 0, self.escalation_depth, self.escalation_floor)
         following = escalate_strategy(base, (escalation or 0) + 1, self.escalation_depth, self.escalation_floor)
@@ -211,6 +260,7 @@ class IntentRouter:
             "probabilities": {i: round(p, 4) for i, p in sorted(probs.items(), key=lambda kv: -kv[1])},
             "classifier": {i: round(p, 4) for i, p in classifier.items()},
             "rules": rules.fired,
+            "fallback": fallback,
             "soft": self.soft,
             "escalation": escalation or 0,
             "router_ms": round(elapsed_ms, 3),

@@ -48,6 +48,14 @@ PPR_SHARES: dict[str, float] = _FILE["channel_shares"]["graph_ppr"]["shares"]
 #: hand-set, taken out of DEFAULT_PROFILES when the channel became opt-in.
 GLOBAL_SHARES: dict[str, float] = _FILE["channel_shares"]["graph_global"]["shares"]
 
+#: The profile a query takes when the router is unsure of its intent or it reads as a plain search (the one the
+#: fit measured never to fall below the stock hybrid on any development set), and the confidence below which the
+#: router takes it; ``None`` / 0 when the profiles file has none (every query takes its intents' mix).
+DEFAULT_FALLBACK_PROFILE: dict[str, Any] | None = (_FILE.get("fallback") or {}).get("profile")
+DEFAULT_MIN_CONFIDENCE: float = float((_FILE.get("fallback") or {}).get("min_confidence", 0.0))
+#: Whether a plain search (``rules.plain_search``) takes the fallback profile (the fit's choice).
+DEFAULT_PLAIN_FALLBACK: bool = bool((_FILE.get("fallback") or {}).get("plain", False))
+
 _REQUIRED = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
 
 
@@ -71,6 +79,11 @@ def with_channel_share(
 def default_profiles() -> dict[str, dict[str, Any]]:
     """A deep copy of :data:`DEFAULT_PROFILES`."""
     return copy.deepcopy(DEFAULT_PROFILES)
+
+
+def default_fallback_profile() -> dict[str, Any] | None:
+    """A deep copy of :data:`DEFAULT_FALLBACK_PROFILE` (``None`` when the profiles file has none)."""
+    return copy.deepcopy(DEFAULT_FALLBACK_PROFILE)
 
 
 def validate_profiles(
@@ -163,6 +176,34 @@ def mix_profiles(
         "mmr_lambda": round(lam, 4),
         "rerank": rerank_mass >= 0.5,
     }
+
+
+def choose_strategy(
+    profiles: dict[str, dict[str, Any]],
+    probabilities: dict[str, float],
+    channels: Iterable[str] | None = None,
+    soft: bool = True,
+    fallback_profile: dict[str, Any] | None = None,
+    min_confidence: float = 0.0,
+    plain: str | None = None,
+) -> tuple[dict[str, Any], str | None]:
+    """A query's first strategy from its intent ``probabilities``, and why it is the fallback profile's (``None``
+    when it is the intents' mix).
+
+    With a ``fallback_profile``, a query that reads as a plain search (``plain``: why, from the rules) or whose top
+    intent's probability is under ``min_confidence`` takes it; every other query takes the probability mix of the
+    ``profiles`` (``soft``) or its top intent's profile.
+    """
+    intent = max(probabilities, key=probabilities.__getitem__)
+    reason = None
+    if fallback_profile is not None:
+        if plain is not None:
+            reason = f"plain search ({plain})"
+        elif probabilities[intent] < min_confidence:
+            reason = "low confidence"
+    if reason is not None:
+        return mix_profiles({"fallback": fallback_profile}, {"fallback": 1.0}, channels), reason
+    return mix_profiles(profiles, probabilities if soft else {intent: 1.0}, channels), None
 
 
 def escalate_strategy(

@@ -1,8 +1,11 @@
 """Surface rules that recognise intents an embedding classifier handles poorly: structural references
-("Section 3.2", "Table 2", "the methodology section"), code-like keyword queries, comparisons, summaries.
+("Section 3.2", "Table 2", "the methodology section"), code-like keyword queries, comparisons, summaries, and
+plain searches (a topic described, not a question asked).
 
-Each rule returns a *prior* that :class:`~adaptive_retrieval.components.routing.intent_router.IntentRouter` mixes with
-the classifier's probabilities, never a hard decision.
+Each intent rule returns a *prior* that :class:`~adaptive_retrieval.components.routing.intent_router.IntentRouter`
+mixes with the classifier's probabilities, never a hard decision. The plain-search rule is the one exception: it
+sends the query to the router's fallback profile (the one measured never to fall below the stock hybrid), as a
+query the classifier is unsure of goes there.
 """
 
 from __future__ import annotations
@@ -11,8 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# The reference follows a space, or directly a "§", an abbreviation's dot or a digit ("§3", "Fig.2", "Table2"):
+# never a letter, or "articles" and "tables" would read as Article S and Table S.
 _NUMBERED_REF = re.compile(
-    r"\b(?P<kind>section|sect\.|§|chapter|appendix|table|figure|fig\.|paragraph|clause|article|part)\s*"
+    r"\b(?P<kind>section|sect\.|§|chapter|appendix|table|figure|fig\.|paragraph|clause|article|part)"
+    r"(?:\s+|(?<=[§.])\s*|(?=\d))"
     r"(?P<ref>\d+(?:\.\d+)*|[A-Z](?:\.\d+)*|[ivxlc]+)\b",
     re.IGNORECASE,
 )
@@ -118,13 +124,50 @@ _EMBEDDED_WH = re.compile(
 )
 
 
+# An information need written as a request for documents rather than as a question ("I am interested in ...",
+# "articles about ...", "any information on ...").
+_REQUEST = re.compile(
+    r"\b(?:i am|i'm|i would be|i'd be|we are)\s+(?:\w+\s+){0,2}?interested\b|\bi (?:would like|want|need|am looking|"
+    r"seek)\b|\b(?:articles?|papers?|documents?|literature|publications?|studies|reports?|material|information)\s+"
+    r"(?:on|about|concerning|regarding|dealing|which deal|that deal|relating|related|describing|discussing)\b",
+    re.IGNORECASE,
+)
+# A question or an instruction: what the plain-search rule leaves to the classifier.
+_ASKING = re.compile(
+    r"^\s*(?:what|who|whom|whose|which|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would|will|"
+    r"has|have|had|explain|describe|discuss|tell|give|list|compare|summar\w+|according|name|find|identify|define|"
+    r"state|outline|evaluate|analy[sz]e|contrast)\b",
+    re.IGNORECASE,
+)
+#: Words a query needs before it counts as a described topic (shorter statements are the terse keyword rule's).
+PLAIN_MIN_WORDS = 5
+
+
+def plain_search(query: str) -> str | None:
+    """Why ``query`` reads as a plain search, or ``None``: ``"upper case"`` (a query written in capitals, as old
+    test collections and pasted headings are), ``"request"`` (a request for documents: "I am interested in
+    ...", "articles about ..."), or ``"statement"`` (a described topic of at least :data:`PLAIN_MIN_WORDS` words
+    that asks nothing: no question mark, no question or instruction word first)."""
+    words = query.split()
+    letters = [c for c in query if c.isalpha()]
+    if len(words) >= 3 and letters and sum(c.isupper() for c in letters) >= 0.8 * len(letters):
+        return "upper case"
+    if _REQUEST.search(query):
+        return "request"
+    if len(words) >= PLAIN_MIN_WORDS and "?" not in query and not _ASKING.search(query):
+        return "statement"
+    return None
+
+
 @dataclass
 class RuleResult:
-    """Priors from the rules that fired, the structural reference found, and evidence for diagnostics."""
+    """Priors from the rules that fired, the structural reference found, whether the query reads as a plain
+    search (and why), and evidence for diagnostics."""
 
     priors: dict[str, float] = field(default_factory=dict)
     structural: dict[str, Any] | None = None
     fired: list[str] = field(default_factory=list)
+    plain: str | None = None
 
     def add(self, intent: str, strength: float, name: str) -> None:
         self.priors[intent] = max(self.priors.get(intent, 0.0), strength)
@@ -185,4 +228,8 @@ def apply_rules(query: str, strengths: dict[str, float]) -> RuleResult:
         result.add("opinion", strengths.get("opinion", 0.0), "opinion")
     if _NESTED.search(query) or _DESCRIBED.search(query) or _EMBEDDED_WH.search(query):
         result.add("relational", strengths.get("nested", 0.0), "nested")
+    if strengths.get("plain", 0.0) > 0 and structural is None:
+        result.plain = plain_search(query)
+        if result.plain is not None:
+            result.fired.append("plain")
     return result

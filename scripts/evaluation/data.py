@@ -44,6 +44,11 @@ class Passage:
     text: str = ""
     path: str | None = None
 
+    @property
+    def content(self) -> str:
+        """What is indexed as the passage's text: its text, or its title when it has no text (CACM records)."""
+        return self.text or self.title
+
 
 @dataclass(frozen=True)
 class Question:
@@ -141,14 +146,15 @@ def _require(row: dict[str, Any], path: str | Path, fields: tuple[str, ...]) -> 
 
 
 def load_jsonl_corpus(path: str | Path) -> list[Passage]:
-    """Passages from a JSONL file of ``{"id", "title", "text"}`` lines.
+    """Passages from a JSONL file of ``{"id", "title", "text"}`` lines; a record may have an empty ``text`` when it
+    has a title (half of CACM's records are a title alone: the title is then what is indexed).
 
-    :raises ValueError: for a malformed line or one without ``id`` or ``text``.
+    :raises ValueError: for a malformed line or one without ``id``, or without both ``text`` and ``title``.
     """
     passages = []
     for row in _read_jsonl(path):
-        _require(row, path, ("id", "text"))
-        passages.append(Passage(id=str(row["id"]), title=str(row.get("title") or ""), text=str(row["text"])))
+        _require(row, path, ("id",) if row.get("title") else ("id", "text"))
+        passages.append(Passage(id=str(row["id"]), title=str(row.get("title") or ""), text=str(row.get("text") or "")))
     return passages
 
 

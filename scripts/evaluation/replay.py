@@ -20,7 +20,8 @@ import numpy as np
 from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
 from adaptive_retrieval.components.retrieval.channel import channel_enabled
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
-from adaptive_retrieval.components.routing.profiles import escalate_strategy, mix_profiles
+from adaptive_retrieval.components.routing.profiles import choose_strategy, escalate_strategy
+from adaptive_retrieval.components.routing.rules import plain_search
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query
 from evaluation.data import EvalSet, Question
@@ -69,6 +70,28 @@ class Captured:
     channels: dict[str, list[Any] | None]
     fetchers: dict[str, Fetcher] = field(default_factory=dict)
     rerank_memo: dict[str, float] = field(default_factory=dict)
+    #: Why the question reads as a plain search (rules.plain_search), or None.
+    plain: str | None = None
+    signals_memo: dict[tuple[Any, ...], dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What a replay routes with: the intent profiles and the fallback (its profile, the confidence under which
+    a query takes it, and whether a plain search takes it), as the router's init parameters say."""
+
+    profiles: dict[str, dict[str, Any]]
+    fallback_profile: dict[str, Any] | None = None
+    min_confidence: float = 0.0
+    plain: bool = True
+
+    @classmethod
+    def of(cls, profiles: dict[str, dict[str, Any]] | Routing, router: IntentRouter) -> Routing:
+        """``profiles`` with the router's own fallback, or a :class:`Routing` as it is."""
+        if isinstance(profiles, Routing):
+            return profiles
+        plain = router.rule_strengths.get("plain", 0.0) > 0
+        return cls(profiles, router.fallback_profile, router.min_confidence, plain)
 
 
 @dataclass
@@ -157,6 +180,9 @@ def capture(system: AdaptiveSystem, evalset: EvalSet, tail: Tail, fetch_k: int) 
     that are re-run at each depth instead of cut (see :class:`Fetcher`)."""
     pipeline = system.pipeline
     saved = tail.router.profiles
+    # Every question runs every channel: no fallback profile takes a question away from the capture profile.
+    saved_fallback = tail.router.fallback_profile
+    tail.router.fallback_profile = None
     # One pass per question is enough: the replay runs the gate and its retries itself.
     saved_retries = getattr(tail.gate, "max_retries", None)
     if tail.gate is not None:
@@ -174,6 +200,8 @@ def capture(system: AdaptiveSystem, evalset: EvalSet, tail: Tail, fetch_k: int) 
         for q in evalset.questions:
             result = pipeline.run(query_inputs(pipeline, q.question), include_outputs_from=wanted)
             router = result[tail.router_name]
+            channels = {c: result.get(sender, {}).get("documents") for c, sender in tail.channel_of.items()}
+            compact_embeddings(channels)
             out.append(
                 Captured(
                     dataset=evalset.name,
@@ -183,15 +211,33 @@ def capture(system: AdaptiveSystem, evalset: EvalSet, tail: Tail, fetch_k: int) 
                     probabilities=unit_sum(router["routing"]["probabilities"]),
                     intent=router["intent"],
                     embedding=result["query_embedder"]["vector"].tolist(),
-                    channels={c: result.get(sender, {}).get("documents") for c, sender in tail.channel_of.items()},
+                    channels=channels,
                     fetchers={c: fetcher(pipeline, tail.channel_of[c], tail, result, q.question) for c in unstable},
+                    plain=plain_search(q.question),
                 )
             )
     finally:
         tail.router.profiles = saved
+        tail.router.fallback_profile = saved_fallback
         if tail.gate is not None:
             tail.gate.max_retries = saved_retries
     return out, unstable
+
+
+def compact_embeddings(channels: dict[str, list[Any] | None]) -> None:
+    """Give every captured document one float32 array per chunk id for its vector, in place of its list of Python
+    floats (12 KB each: a capture of every development set held ~7 GB of them; the arrays take 1.5 KB, and the
+    same chunk found by several channels shares one). Exact: the store's vectors are float32, and MMR and the gate
+    read them as float32 arrays anyway. Set through ``__dict__``, as a deep copy fills a document (Haystack's
+    setter warns on every field it changes, and its constructor makes a list again)."""
+    shared: dict[str, np.ndarray] = {}
+    for docs in channels.values():
+        for doc in docs or []:
+            if doc.embedding is None:
+                continue
+            if doc.id not in shared:
+                shared[doc.id] = np.asarray(doc.embedding, dtype=np.float32)
+            doc.__dict__["embedding"] = shared[doc.id]
 
 
 def unit_sum(probabilities: dict[str, float]) -> dict[str, float]:
@@ -212,6 +258,24 @@ def memo_score(ranker: Any, item: Captured) -> Any:
         return np.array([item.rerank_memo[t] for t in texts], dtype=np.float32)
 
     return score
+
+
+def memo_signals(gate: Any, item: Captured) -> Any:
+    """The gate's ``signals`` memoised per question, list (ids and the channels that found each) and active
+    channels: everything they read besides the question, which is the item's."""
+    original = type(gate).signals
+
+    def signals(
+        documents: list[Any], query: str, query_embedding: Any = None, fusion: dict[str, Any] | None = None
+    ) -> dict[str, float]:
+        active = tuple(sorted((fusion or {}).get("weights") or {}))
+        sizes = tuple(sorted(((fusion or {}).get("sizes") or {}).items()))
+        key = (tuple((d.id, tuple(sorted(d.meta.get("channels", {})))) for d in documents), active, sizes)
+        if key not in item.signals_memo:
+            item.signals_memo[key] = original(gate, documents, query, query_embedding, fusion)
+        return dict(item.signals_memo[key])
+
+    return signals
 
 
 def first_pass(item: Captured, strategy: dict[str, Any], tail: Tail) -> tuple[list[Any], dict[str, Any]]:
@@ -243,33 +307,53 @@ def first_pass(item: Captured, strategy: dict[str, Any], tail: Tail) -> tuple[li
     return picked, joined["fusion"]
 
 
-def replay(item: Captured, profiles: dict[str, dict[str, Any]], tail: Tail) -> list[str]:
-    """The pipeline's answer for one captured question under ``profiles``: ranked passage ids.
+def base_strategy(item: Captured, routing: Routing, router: IntentRouter) -> dict[str, Any]:
+    """The router's first strategy for one captured question under ``routing``."""
+    strategy, _ = choose_strategy(
+        routing.profiles,
+        item.probabilities,
+        getattr(router, "channels", None),
+        router.soft,
+        routing.fallback_profile,
+        routing.min_confidence,
+        item.plain if routing.plain else None,
+    )
+    return strategy
+
+
+def replay(item: Captured, profiles: dict[str, dict[str, Any]] | Routing, tail: Tail) -> list[str]:
+    """The pipeline's answer for one captured question under ``profiles`` (with the router's own fallback) or a
+    :class:`Routing`: ranked passage ids.
 
     Without a quality gate this is the first pass; with one, the gate judges each attempt and a retry replays
     the router's escalated strategy (wider fetch_k/top_k, skipped channels at the floor weight), as the loop does.
     """
-    mix = item.probabilities if tail.router.soft else {item.intent: 1.0}
-    base = mix_profiles(profiles, mix, getattr(tail.router, "channels", None))
+    base = base_strategy(item, Routing.of(profiles, tail.router), tail.router)
     if tail.gate is None:
         return passage_ranking(first_pass(item, base, tail)[0], PASSAGE_KEY)
     attempt, previous = 0, None
     depth = getattr(tail.router, "escalation_depth", 2.0)
     floor = getattr(tail.router, "escalation_floor", 0.1)
-    for _ in range(MAX_ATTEMPTS):
-        strategy = escalate_strategy(base, attempt, depth, floor)
-        docs, fusion = first_pass(item, strategy, tail)
-        out = tail.gate.run(
-            documents=docs,
-            query=item.question.question,
-            query_embedding=item.embedding,
-            fusion=fusion,
-            attempt=attempt,
-            previous=previous,
-        )
-        if not out.get("retry"):
-            return passage_ranking(out["documents"], PASSAGE_KEY)
-        attempt, previous = out["retry"]["attempt"], out["retry"]["previous"]
+    tail.gate.signals = memo_signals(tail.gate, item)
+    try:
+        for _ in range(MAX_ATTEMPTS):
+            strategy = escalate_strategy(base, attempt, depth, floor)
+            docs, fusion = first_pass(item, strategy, tail)
+            out = tail.gate.run(
+                documents=docs,
+                query=item.question.question,
+                query_embedding=item.embedding,
+                fusion=fusion,
+                attempt=attempt,
+                previous=previous,
+                strategy=strategy,
+                next_strategy=escalate_strategy(base, attempt + 1, depth, floor),
+            )
+            if not out.get("retry"):
+                return passage_ranking(out["documents"], PASSAGE_KEY)
+            attempt, previous = out["retry"]["attempt"], out["retry"]["previous"]
+    finally:
+        del tail.gate.signals
     msg = f"The quality gate asked for more than {MAX_ATTEMPTS} attempts"
     raise RuntimeError(msg)
 

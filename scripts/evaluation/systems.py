@@ -80,14 +80,15 @@ def _file_documents(passages: list[Passage]) -> list[Document]:
 
 def stock_chunks(passages: list[Passage], split_words: int = 180, overlap_words: int = 20) -> list[Document]:
     """Chunks for the stock systems: stock converters and ``DocumentSplitter`` (words), title as first line."""
-    docs = [Document(content=p.text, meta={PASSAGE_KEY: p.id, "title": p.title}) for p in passages if not p.path]
+    docs = [Document(content=p.content, meta={PASSAGE_KEY: p.id, "title": p.title}) for p in passages if not p.path]
     docs.extend(_file_documents([p for p in passages if p.path]))
     splitter = DocumentSplitter(split_by="word", split_length=split_words, split_overlap=overlap_words)
     chunks = splitter.run(documents=docs)["documents"]
     out = []
     for chunk in chunks:
         title = chunk.meta.get("title") or ""
-        content = f"{title}\n{chunk.content}" if title else chunk.content
+        # A passage with a title alone (CACM) is its title: not written twice.
+        content = f"{title}\n{chunk.content}" if title and chunk.content != title else chunk.content
         out.append(Document(content=content, meta={PASSAGE_KEY: chunk.meta[PASSAGE_KEY], "title": title}))
     return out
 
@@ -349,7 +350,7 @@ class AdaptiveSystem:
             bar = tqdm(total=len(texts), desc=f"index {evalset.name}", unit="passage", mininterval=10)
             for offset in range(0, len(texts), batch):
                 docs = [
-                    Document(content=p.text, meta={PASSAGE_KEY: p.id, "title": p.title, "source": f"eval:{p.id}"})
+                    Document(content=p.content, meta={PASSAGE_KEY: p.id, "title": p.title, "source": f"eval:{p.id}"})
                     for p in texts[offset : offset + batch]
                 ]
                 result = indexing.run({"file_router": {"sources": []}, entry: {"documents": docs}})

@@ -18,8 +18,9 @@ from adaptive_retrieval.components.channel_names import (
 
 def test_default_and_opt_in_channels() -> None:
     assert pipeline_channels() == ["dense", "sparse", "section", "graph_local", "bridge"]
-    assert pipeline_channels(opt_in=["graph_ppr", "graph_global"]) == list(CHANNEL_NAMES)
-    assert CHANNEL_NAMES["graph_global"].opt_in and CHANNEL_NAMES["graph_ppr"].opt_in
+    every = ["graph_ppr", "graph_global", "sparse_prf", "dense_prf"]
+    assert pipeline_channels(opt_in=every) == list(CHANNEL_NAMES)
+    assert all(CHANNEL_NAMES[name].opt_in for name in every)
     assert default_weight("dense") == 0.0 and default_weight("not_a_channel") == 0.0
     with pytest.raises(ValueError, match="Unknown retrieval channel 'graph_remote'"):
         channel_name("graph_remote")

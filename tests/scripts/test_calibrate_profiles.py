@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from script_modules import load_script
 
 from adaptive_retrieval.components.routing.profiles import (
@@ -169,3 +170,75 @@ def test_replay_matches_the_pipeline_and_fit_never_hurts_training(tmp_path: Path
     assert not qualifying or fit.at_least(merge["scores"], merge["fixed_scores"], ("held_out", "all"))
     assert merge["profiles"]["keyword"]["top_k"] == report["profiles_after"]["keyword"]["top_k"]
     validate_profiles(merge["profiles"], tuple(merge["profiles"]))
+
+
+ADHOC = {
+    "medline": (
+        {
+            "m1": "Lens proteins of the vertebrate eye, crystallins, keep the lens transparent.",
+            "m2": "Cataract forms when crystallin proteins of the lens clump together.",
+            "m3": "Oxygen tension in cerebrospinal fluid follows the arterial blood.",
+            "m4": "Polarography measures dissolved oxygen in blood samples.",
+            "m5": "Bronchial tumours were grown in tissue culture for the study.",
+            "m6": "Electron microscopy of lung tissue shows the alveolar walls.",
+        },
+        [
+            ("mq1", "the crystalline lens in vertebrates.", ["m1", "m2"]),
+            ("mq2", "oxygen in blood and cerebrospinal fluid, measured by polarography.", ["m3", "m4"]),
+            ("mq3", "ELECTRON MICROSCOPY OF LUNG.", ["m6"]),
+        ],
+    ),
+    "cacm": (
+        {
+            "c1": "Time sharing systems let many users share one computer interactively.",
+            "c2": "A compiler for several target machines uses an intermediate language.",
+            "c3": "Processes communicate through messages in distributed systems.",
+            "c4": "Sorting algorithms for tape files: merge sort and its variants.",
+            "c5": "A scheduler for a time sharing operating system on an IBM machine.",
+            "c6": "Hash tables give constant expected lookup time.",
+        },
+        [
+            ("cq1", "What articles exist which deal with time sharing systems for IBM computers?", ["c1", "c5"]),
+            ("cq2", "I am interested in intermediate languages for multi-target compilers", ["c2"]),
+            ("cq3", "communication between disjoint processes in a distributed environment", ["c3"]),
+        ],
+    ),
+}
+
+
+def test_all_dev_fit_leaves_each_set_out_and_writes_the_fallback(tmp_path: Path, model_dir: Path) -> None:
+    calibrate = load_script("calibrate_profiles")
+    data = tmp_path / "data"
+    for name, (passages, questions) in ADHOC.items():
+        folder = data / name
+        folder.mkdir(parents=True)
+        corpus = "".join(json.dumps({"id": pid, "title": "", "text": text}) + "\n" for pid, text in passages.items())
+        (folder / "corpus.jsonl").write_text(corpus)
+        rows = [{"id": q, "question": text, "gold_ids": gold, "type": name} for q, text, gold in questions]
+        (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    profiles_file = tmp_path / "profiles.json"
+    shutil.copy(ROOT / "components" / "routing" / "data" / "profiles.json", profiles_file)
+    args = ["--all-dev", str(data), "--check", "3", "--root", str(tmp_path / "idx"), "--write"]
+    try:
+        report = calibrate.main([*args, "--profiles-file", str(profiles_file), "--json", str(tmp_path / "r.json")])
+    finally:
+        release_all_clients()
+    for name in ADHOC:
+        check = report["datasets"][name]["replay_check"]
+        assert check["checked"] == 3 and check["identical_top10"] == 3  # the replay is exact, fallback included
+    loo = report["leave_one_out"]
+    assert set(loo["safe_without"]) == set(ADHOC)  # a safe profile fitted without each set
+    chosen = loo["chosen"]
+    admissible = [c for c in loo["candidates"] if c["admissible"]]
+    # Admissible: at least the stock hybrid's on the floor metric of every set left out; the chosen one is the best
+    # admissible mean (or, with none admissible, the best mean).
+    for c in admissible:
+        assert all(c["at_floor"].values())
+    pool = admissible or loo["candidates"]
+    assert chosen["mean_score"] == pytest.approx(max(c["mean_score"] for c in pool))
+    data_file = json.loads(profiles_file.read_text())
+    assert data_file["fixed_profile"]["profile"] == report["safe"]["profile"]
+    assert data_file["fallback"]["profile"] == report["safe"]["profile"]
+    assert data_file["fallback"]["provenance"]["split"].startswith("leave one set out")
+    validate_profiles(data_file["profiles"], tuple(data_file["profiles"]))
+    validate_profiles({"fallback": data_file["fallback"]["profile"]}, ("fallback",))

@@ -43,12 +43,16 @@ def pipelines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pipeline]:
         "default": build_query_pipeline(store=store),
         # As yaml/query_ppr.yaml: every channel, the opt-in ones too.
         "ppr": build_query_pipeline(store=store, opt_in=("graph_global", "graph_ppr"), profiles=ppr),
+        # Every registered channel, the feedback ones too (opt-in, in no packaged YAML yet).
+        "every": build_query_pipeline(
+            store=store, opt_in=("graph_global", "graph_ppr", "sparse_prf", "dense_prf"), profiles=ppr
+        ),
     }
 
 
 def test_every_registered_channel_follows_the_channel_contract(pipelines: dict[str, Pipeline]) -> None:
-    pipeline = pipelines["ppr"]
-    assert set(channel_components(pipeline)) == set(CHANNELS)  # the opt-in pipeline has every channel
+    pipeline = pipelines["every"]
+    assert set(channel_components(pipeline)) == set(CHANNELS)  # with every opt-in channel
     inputs = pipeline.inputs(include_components_with_connected_inputs=True)
     outputs = pipeline.outputs(include_components_with_connected_outputs=True)
     for name, spec in CHANNELS.items():
@@ -164,7 +168,8 @@ def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) ->
         profiles=with_channel_share(default_profiles(), "graph_ppr", PPR_SHARES),
         channels=pipeline_channels(opt_in=["graph_ppr", "graph_global"]),
     )
-    for router, expected in ((default, pipeline_channels()), (ppr, list(CHANNELS))):
+    with_ppr = pipeline_channels(opt_in=["graph_ppr", "graph_global"])
+    for router, expected in ((default, pipeline_channels()), (ppr, with_ppr)):
         for escalation in (0, 1):  # a retry raises every channel to the floor: still only the pipeline's
             out = router.run(query=query, query_embedding=embedding, escalation=escalation)
             for weights in (out["weights"], out["next_strategy"]["weights"]):

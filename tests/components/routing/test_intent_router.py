@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from haystack.core.serialization import component_from_dict, component_to_dict
 from script_modules import load_script
 
 from adaptive_retrieval.components.models.encoder import get_encoder
@@ -125,3 +126,66 @@ def test_profiles_are_validated() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         IntentRouter(profiles=negative)
     assert set(INTENTS) == set(default_profiles())
+
+
+SAFE = {
+    "weights": {"dense": 0.5, "sparse": 0.5},
+    "top_k": 10,
+    "fetch_k": 30,
+    "mmr_lambda": 1.0,
+    "rerank": False,
+}
+
+
+class TestFallback:
+    """The fallback profile: a query the router is unsure of, or a plain search, takes it instead of a mix."""
+
+    def test_a_low_confidence_query_takes_the_fallback_profile(self, model_dir: Path, encoder: TokenEncoder) -> None:
+        query = "mitochondria"
+        vector = encoder.encode([query])[0].tolist()
+        sure = IntentRouter(model=str(model_dir), profiles=default_profiles(), fallback_profile=SAFE)
+        mixed = sure.run(query=query, query_embedding=vector)
+        assert mixed["routing"]["fallback"] is None  # min_confidence 0: every query takes its intents' mix
+        unsure = IntentRouter(
+            model=str(model_dir), profiles=default_profiles(), fallback_profile=SAFE, min_confidence=0.99
+        )
+        out = unsure.run(query=query, query_embedding=vector)
+        assert out["routing"]["fallback"] == "low confidence"
+        assert out["confidence"] < 0.99 and out["intent"] == mixed["intent"]  # the intent is still reported
+        assert {c: w for c, w in out["weights"].items() if w > 0} == {"dense": 0.5, "sparse": 0.5}
+        assert (out["top_k"], out["fetch_k"], out["mmr_lambda"]) == (10, 30, 1.0)
+        # A retry widens the fallback strategy as it widens a mix.
+        retry = unsure.run(query=query, query_embedding=vector, escalation=1)
+        assert retry["fetch_k"] == 60 and min(retry["weights"].values()) > 0
+
+    def test_a_plain_search_takes_the_fallback_profile(self, model_dir: Path, encoder: TokenEncoder) -> None:
+        query = "EFFECTS OF TARIFFS ON GRAIN EXPORTS FROM CANADA ."
+        vector = encoder.encode([query])[0].tolist()
+        on = IntentRouter(
+            model=str(model_dir), profiles=default_profiles(), fallback_profile=SAFE, rule_strengths={"plain": 1.0}
+        )
+        out = on.run(query=query, query_embedding=vector)
+        assert out["routing"]["fallback"] == "plain search (upper case)" and "plain" in out["routing"]["rules"]
+        assert {c: w for c, w in out["weights"].items() if w > 0} == {"dense": 0.5, "sparse": 0.5}
+        off = IntentRouter(
+            model=str(model_dir), profiles=default_profiles(), fallback_profile=SAFE, rule_strengths={"plain": 0.0}
+        )
+        assert off.run(query=query, query_embedding=vector)["routing"]["fallback"] is None
+
+    def test_no_fallback_profile_means_the_mix(self, model_dir: Path, encoder: TokenEncoder) -> None:
+        query = "EFFECTS OF TARIFFS ON GRAIN EXPORTS FROM CANADA ."
+        vector = encoder.encode([query])[0].tolist()
+        router = IntentRouter(model=str(model_dir), profiles=default_profiles(), rule_strengths={"plain": 1.0})
+        assert router.fallback_profile is None and router.min_confidence == 0.0
+        assert router.run(query=query, query_embedding=vector)["routing"]["fallback"] is None
+
+    def test_fallback_settings_are_validated_and_serialised(self, model_dir: Path) -> None:
+        with pytest.raises(ValueError, match="min_confidence"):
+            IntentRouter(fallback_profile=SAFE, min_confidence=1.5)
+        with pytest.raises(ValueError, match="fallback.*unknown channel"):
+            IntentRouter(fallback_profile={**SAFE, "weights": {"telepathy": 1.0}})
+        router = IntentRouter(model=str(model_dir), fallback_profile=SAFE, min_confidence=0.4)
+        data = component_to_dict(router, "router")
+        assert data["init_parameters"]["fallback_profile"] == SAFE and data["init_parameters"]["min_confidence"] == 0.4
+        again = component_from_dict(IntentRouter, data, "router")
+        assert again.fallback_profile == SAFE and again.min_confidence == 0.4

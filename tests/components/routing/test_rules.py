@@ -8,7 +8,7 @@ import time
 import pytest
 
 from adaptive_retrieval.components.routing.intent_router import DEFAULT_RULE_STRENGTHS
-from adaptive_retrieval.components.routing.rules import apply_rules
+from adaptive_retrieval.components.routing.rules import apply_rules, plain_search, structural_reference
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,53 @@ def test_rules_stay_linear_on_long_input() -> None:
         start = time.perf_counter()
         apply_rules(query, DEFAULT_RULE_STRENGTHS)
         assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("EFFECTS OF TARIFFS ON GRAIN EXPORTS FROM CANADA .", "upper case"),
+        ("I am interested in papers about caching in distributed file systems", "request"),
+        ("Any information on the preservation of rare manuscripts would help me.", "request"),
+        ("articles dealing with the measurement of reading speed in children", "request"),
+        ("the effect of altitude on the oxygen uptake of athletes.", "statement"),
+        ("Parallel sorting algorithms for shared-memory machines; merge networks", "statement"),
+    ],
+)
+def test_plain_searches_are_recognised(query: str, reason: str) -> None:
+    assert plain_search(query) == reason
+    result = apply_rules(query, {**DEFAULT_RULE_STRENGTHS, "plain": 1.0})
+    assert result.plain == reason and "plain" in result.fired
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Who directed the film that was shot in the harbour town?",
+        "Describe the training objective of the proposed model",
+        "According to the report, what did the committee decide",
+        "What is the boiling point of water",
+        "error code E1045 pump",  # terse: the keyword rule's
+        "What does Section 3.2 say about termination?",
+    ],
+)
+def test_questions_and_instructions_are_not_plain_searches(query: str) -> None:
+    assert apply_rules(query, {**DEFAULT_RULE_STRENGTHS, "plain": 1.0}).plain is None
+
+
+def test_the_plain_rule_is_off_at_zero_strength() -> None:
+    query = "EFFECTS OF TARIFFS ON GRAIN EXPORTS FROM CANADA ."
+    result = apply_rules(query, {**DEFAULT_RULE_STRENGTHS, "plain": 0.0})
+    assert result.plain is None and "plain" not in result.fired
+
+
+@pytest.mark.parametrize("query", ["What articles exist on time sharing?", "tables of random numbers", "spare parts"])
+def test_plural_words_are_not_numbered_references(query: str) -> None:
+    # "articles" once read as Article S, a structural reference that sent the query to the section channel.
+    assert structural_reference(query) is None
+
+
+def test_numbered_references_still_read_with_or_without_a_space() -> None:
+    for query, ref in (("What does Article 17 say?", "17"), ("Fig.2 shows", "2"), ("see Table2", "2")):
+        found = structural_reference(query)
+        assert found is not None and found["ref"] == ref
