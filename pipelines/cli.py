@@ -14,6 +14,7 @@ Usage::
     adaptive-retrieval stats --store .adaptive/qdrant  # per source: chunks, summaries, graph chunks, state
     adaptive-retrieval serve --port 1416             # Hayhooks REST app, read-only (+ /mcp, /diagrams)
     adaptive-retrieval draw --out build/diagrams --format mmd svg png html
+    adaptive-retrieval --version
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ from adaptive_retrieval.pipelines.model_commands import add_models_parser
 EXIT_INTERRUPTED = 130
 
 
+def package_version() -> str:
+    """The installed distribution's version (what ``pip`` installed), from its metadata."""
+    from importlib.metadata import version
+
+    return version("adaptive-retrieval")
+
+
 def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """The options that several commands share: where the store is, and which model folder runs."""
     store = argparse.ArgumentParser(add_help=False)
@@ -67,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="{index,query,delete,stats,calibrate,serve,draw,models}"
     )
