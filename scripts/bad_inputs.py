@@ -179,7 +179,7 @@ def release(ctx: Context) -> None:
 
 def start_server(ctx: Context) -> subprocess.Popen:
     """``adaptive-retrieval serve`` over ``ctx.store`` on a free loopback port; waits until it answers."""
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ADAPTIVE_API_TOKEN", "QDRANT_URL"))}

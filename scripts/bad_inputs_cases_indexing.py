@@ -547,7 +547,7 @@ class FullDisk:
         return {"ADAPTIVE_MIN_FREE_MB": str(self.margin_mb), "ADAPTIVE_UPLOAD_DIR": str(self.disk / "uploads")}
 
     def start(self) -> None:
-        from adaptive_retrieval.pipelines.app import free_port
+        from adaptive_retrieval.pipelines.serving.app import free_port
 
         self.disk.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384m", "tmpfs", str(self.disk)], check=True)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from adaptive_retrieval.pipelines.query_admission import CONCURRENCY_ENV
+from adaptive_retrieval.pipelines.serving.query_admission import CONCURRENCY_ENV
 from evaluation.server_metrics import memory_mb, summary, tree_cpu_seconds
 
 HOST = "127.0.0.1"
@@ -226,12 +226,12 @@ def run_server(
     under the interpreter ``python``: another checkout's, for a before/after run), run phase 1 (queries) and phase
     2 (queries while uploading), stop it, and check that no document was lost; returns the figures and the
     failures."""
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     ids_before = snapshot(store_path)
     port = args.port or free_port(HOST)
     url = f"http://{HOST}:{port}"
-    cli = [python or sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
+    cli = [python or sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main"]
     command = [*cli, "serve", "--store", str(store_path), "--host", HOST, "--workers", str(workers)]
     log = (workdir / f"server-{tag}.log").open("w")
     env = dict(os.environ, **({CONCURRENCY_ENV: str(concurrency)} if concurrency is not None else {}))

@@ -69,7 +69,7 @@ HTTP_MARKERS = (
     "/selectors.py",
 )
 RESPONSE_MARKERS = (
-    "pipelines/serving.py",
+    "pipelines/serving/wrapper_support.py",
     "/pydantic/",
     "/pydantic_core/",
     "/json/",
@@ -272,18 +272,18 @@ def serve_and_query(
     is)."""
     import httpx
 
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port = free_port(HOST)
     serve = ["serve", "--store", str(store), "--host", HOST, "--port", str(port)]
     serve += ["--workers", str(workers)] if workers else []
-    command = [python, "-m", "adaptive_retrieval.pipelines.cli", *serve]
+    command = [python, "-m", "adaptive_retrieval.pipelines.cli.main", *serve]
     profile = workdir / {None: "none", "py-spy": "server.pyspy.txt", "cprofile": "server.prof"}[profiler]
     if profiler == "py-spy":
         command = [py_spy(), "record", "--rate", str(RATE), "--gil", "--full-filenames", "--format", "raw"]
         command += ["--subprocesses"]  # the store host and the workers of `serve --workers N`
         command += ["-o", str(profile)]
-        command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *serve]
+        command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *serve]
     elif profiler == "cprofile":
         command = [sys.executable, __file__, "--serve-profiled", str(profile), "--", *serve]
     label = profiler or ("plain" if python == sys.executable else "baseline")
@@ -346,7 +346,7 @@ def answer_digest(result: dict[str, Any]) -> dict[str, Any]:
 def serve_profiled(out: Path, argv: list[str]) -> int:
     """Run ``adaptive-retrieval`` with ``argv`` under one cProfile per thread (thread CPU time as the clock);
     the merged statistics go to ``out`` when the server stops."""
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     profiles: list[cProfile.Profile] = []
     lock = threading.Lock()
@@ -471,7 +471,7 @@ def main() -> int:
     if args.serve_profiled:
         return serve_profiled(Path(args.serve_profiled), [a for a in rest if a != "--"])
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
 
     limit_blas_threads()  # as the server runs
     report: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_start": load_average()}

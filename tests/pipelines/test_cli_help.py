@@ -28,7 +28,7 @@ HEAVY = (
 
 PROBE = """
 import contextlib, io, json, sys
-from adaptive_retrieval.pipelines.cli import main
+from adaptive_retrieval.pipelines.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()) as out:
     try:
         main(sys.argv[1:])

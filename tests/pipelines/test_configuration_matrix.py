@@ -43,7 +43,7 @@ import httpx
 import pytest
 from processes import stop
 
-from adaptive_retrieval.pipelines.app import free_port
+from adaptive_retrieval.pipelines.serving.app import free_port
 
 TOKEN = "matrix-token"
 ALLOWED_ORIGIN = "http://localhost:5173"

@@ -56,7 +56,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()
     code = main(argv, out=out)

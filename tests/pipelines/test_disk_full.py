@@ -136,7 +136,7 @@ def test_a_changed_file_refused_after_its_graph_records_keeps_the_version_before
 def test_an_upload_the_disk_refuses_writes_nothing(disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hayhooks.server.pipelines.registry import registry
 
-    from adaptive_retrieval.pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, running_server
 
     store, uploads = disk / "qdrant", disk / "uploads"
     registry.clear()

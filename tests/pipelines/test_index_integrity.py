@@ -28,7 +28,7 @@ from adaptive_retrieval.components.manifest_records import MANIFEST_LEVEL, STATE
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities
 from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, graph_store_of, index_paths, store_of
 from adaptive_retrieval.pipelines.limits import Limits
-from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.pipelines.serving.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
 REPO = Path(__file__).resolve().parents[2]
 TOPICS = {"try.md": "try", "with.txt": "with", "lambda.md": "lambda"}
@@ -174,7 +174,7 @@ def test_files_over_a_limit_are_refused_before_any_work(indexing: Any, corpus: P
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
         capture_output=True,

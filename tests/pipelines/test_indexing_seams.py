@@ -118,7 +118,7 @@ def test_the_cli_says_which_files_were_indexed_in_part(tmp_path: Path, capsys: p
 
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -185,7 +185,7 @@ def test_the_cli_says_which_links_it_did_not_follow(
 
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()
     assert main(["index", "--store", str(tmp_path / "index" / "qdrant"), str(linked_folder)], out=out) == 0
@@ -210,14 +210,14 @@ def test_two_indexers_creating_one_new_store_leave_one_winner_and_a_valid_store(
     docs.mkdir()
     for name in ("a", "b"):
         (docs / f"{name}.md").write_text(f"# Note {name}\n\nThe {name} note names Ada Lovelace.\n", encoding="utf-8")
-    cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
+    cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main"]
     env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
     # Each process loads the libraries and the pipeline, then waits for the go file: both then open the new store
     # within moments of each other, which is where the two used to collide.
     starter = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from adaptive_retrieval.pipelines.cli import main\n"
+        "from adaptive_retrieval.pipelines.cli.main import main\n"
         "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
         "load_pipeline('indexing', path=sys.argv[2])\n"
         "go = Path(sys.argv[1])\n"
@@ -265,7 +265,7 @@ def test_an_indexer_waits_while_another_creates_the_store(tmp_path: Path) -> Non
     fcntl.flock(held, fcntl.LOCK_EX)  # as a process creating the store holds it
     try:
         run = subprocess.Popen(
-            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "index", "--store", str(store), str(note)],
+            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", "index", "--store", str(store), str(note)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

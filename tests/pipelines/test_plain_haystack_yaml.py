@@ -136,7 +136,7 @@ def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], 
     no request can index a server file; a web page on another origin cannot deploy code through the browser."""
     from browser import attack, browser_missing
 
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     hayhooks = str(Path(sys.executable).with_name("hayhooks"))
     port = free_port()

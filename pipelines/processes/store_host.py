@@ -13,9 +13,9 @@ owner file) and serves two private Unix sockets in a folder only its user can en
 With ``$QDRANT_URL`` there is no shard to own: the host serves only ``http.sock`` (the workers search the Qdrant
 server themselves) and stays the one indexer, as the crash-safety reconciliation needs.
 
-Run by :mod:`adaptive_retrieval.pipelines.workers` (which imports Haystack without torch first), not by hand::
+Run by :mod:`adaptive_retrieval.pipelines.processes.workers` (which imports Haystack without torch first), not by hand::
 
-    python -m adaptive_retrieval.pipelines.workers host --runtime DIR --host 127.0.0.1 --port 1416
+    python -m adaptive_retrieval.pipelines.processes.workers host --runtime DIR --host 127.0.0.1 --port 1416
 """
 
 from __future__ import annotations
@@ -36,8 +36,13 @@ from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumen
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
-from adaptive_retrieval.pipelines import garbage_collection
-from adaptive_retrieval.pipelines.process_group import HTTP_SOCKET, STORE_SOCKET, die_with_parent, private_pipelines_dir
+from adaptive_retrieval.pipelines.processes import garbage_collection
+from adaptive_retrieval.pipelines.processes.process_group import (
+    HTTP_SOCKET,
+    STORE_SOCKET,
+    die_with_parent,
+    private_pipelines_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app, quiet_request_logs
+    from adaptive_retrieval.pipelines.serving.app import PIPELINES_DIR, create_app, quiet_request_logs
     from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV
 
     quiet_request_logs()

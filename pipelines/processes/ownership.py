@@ -28,7 +28,7 @@ from typing import Any
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.store_errors import StoreError
-from adaptive_retrieval.pipelines.owner_client import loopback_url
+from adaptive_retrieval.pipelines.processes.owner_client import loopback_url
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def claim_served_store() -> Path | None:
 
     :raises StoreOwnedError: when another live process serves it.
     """
-    from adaptive_retrieval.pipelines.security import is_guarded
+    from adaptive_retrieval.pipelines.serving.security import is_guarded
     from adaptive_retrieval.pipelines.store_config import STORE_SOCKET_ENV
 
     if settings.text(STORE_SOCKET_ENV):  # a worker of `serve --workers N`: the store host owns the store

@@ -2,8 +2,8 @@
 
 A query is mostly Python, so one process uses about one core. With ``--workers N`` the command starts:
 
-- one **store host** (:mod:`adaptive_retrieval.pipelines.store_host`): opens the embedded index (its only owner,
-  as before), runs the searches the workers send it, and runs every write: uploads and deletes;
+- one **store host** (:mod:`adaptive_retrieval.pipelines.processes.store_host`): opens the embedded index (its only
+  owner, as before), runs the searches the workers send it, and runs every write: uploads and deletes;
 - **N workers**, each the usual app (REST, OpenAI-compatible chat, MCP) on one shared listening socket (the kernel
   hands each new connection to a worker that accepts). A worker's query pipeline holds a
   :class:`~adaptive_retrieval.components.stores.remote_document_store.RemoteDocumentStore` (the host's index over a
@@ -36,16 +36,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.pipelines import garbage_collection
-from adaptive_retrieval.pipelines.owner_client import bearer_headers
-from adaptive_retrieval.pipelines.process_group import (
+from adaptive_retrieval.pipelines.processes import garbage_collection
+from adaptive_retrieval.pipelines.processes.owner_client import bearer_headers
+from adaptive_retrieval.pipelines.processes.process_group import (
     HTTP_SOCKET,
     PARENT_ENV,
     STORE_SOCKET,
     die_with_parent,
     private_pipelines_dir,
 )
-from adaptive_retrieval.pipelines.torch_free import import_haystack_without_torch
+from adaptive_retrieval.pipelines.processes.torch_free import import_haystack_without_torch
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class ForwardWrites:
     def __init__(self, app: Any, http_socket: str, origin: str) -> None:
         import httpx
 
-        from adaptive_retrieval.pipelines.security import PUBLIC_REASON_HEADER
+        from adaptive_retrieval.pipelines.serving.security import PUBLIC_REASON_HEADER
 
         self.app = app
         self.public_reason = PUBLIC_REASON_HEADER.encode()
@@ -219,8 +219,8 @@ def worker_app(runtime: Path, index: int, count: int, host: str, port: int, pipe
     from fastapi.routing import APIRoute
     from starlette.middleware import Middleware
 
-    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
-    from adaptive_retrieval.pipelines.security import GuardMiddleware
+    from adaptive_retrieval.pipelines.serving.app import PIPELINES_DIR, create_app
+    from adaptive_retrieval.pipelines.serving.security import GuardMiddleware
 
     source = Path(pipelines_dir or PIPELINES_DIR).resolve()
     # Every wrapper but the indexing one, which runs in the store host.
@@ -270,7 +270,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     import_haystack_without_torch()  # before anything imports Haystack (about 200 MB less per worker)
     import uvicorn
 
-    from adaptive_retrieval.pipelines.app import access_log_on, quiet_request_logs
+    from adaptive_retrieval.pipelines.serving.app import access_log_on, quiet_request_logs
 
     quiet_request_logs()
 
@@ -358,7 +358,7 @@ class Supervisor:
         """Start the store host and wait until its app answers on its socket."""
         import httpx
 
-        command = [sys.executable, "-m", "adaptive_retrieval.pipelines.workers", "host", *self._common()]
+        command = [sys.executable, "-m", "adaptive_retrieval.pipelines.processes.workers", "host", *self._common()]
         self.host_process = subprocess.Popen(command, env=self._env())
         transport = httpx.HTTPTransport(uds=str(self.runtime / HTTP_SOCKET))
         # The host's guard requires the token like any server's: without it every poll was a 401 and a
@@ -392,7 +392,14 @@ class Supervisor:
         """Start worker ``index`` on the shared listening socket."""
         (self.runtime / f"worker-{index}.ready").unlink(missing_ok=True)
         fd = self.listener.fileno()
-        command = [sys.executable, "-m", "adaptive_retrieval.pipelines.workers", "--fd", str(fd), *self._common()]
+        command = [
+            sys.executable,
+            "-m",
+            "adaptive_retrieval.pipelines.processes.workers",
+            "--fd",
+            str(fd),
+            *self._common(),
+        ]
         process = subprocess.Popen(command, env=self._env(index), pass_fds=(fd,))
         self.workers[index] = process
         return process
@@ -494,7 +501,7 @@ def supervise(count: int, host: str, port: int, pipelines_dir: str | None, out: 
 
 
 def supervisor_main(argv: list[str]) -> int:
-    """``python -m adaptive_retrieval.pipelines.workers supervise ...`` (what :func:`serve_workers` execs)."""
+    """``python -m adaptive_retrieval.pipelines.processes.workers supervise ...`` (what :func:`serve_workers` execs)."""
     parser = argparse.ArgumentParser(description="supervisor of `adaptive-retrieval serve --workers N`")
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--host", required=True)
@@ -510,10 +517,11 @@ def supervisor_main(argv: list[str]) -> int:
 
 
 def host_main(argv: list[str]) -> int:
-    """The store host (:func:`adaptive_retrieval.pipelines.store_host.main`), started with Haystack imported
-    without torch (:mod:`~adaptive_retrieval.pipelines.torch_free`): the host module imports Haystack at its top."""
+    """The store host (:func:`adaptive_retrieval.pipelines.processes.store_host.main`), started with Haystack
+    imported without torch (:mod:`~adaptive_retrieval.pipelines.processes.torch_free`): the host module imports
+    Haystack at its top."""
     import_haystack_without_torch()
-    from adaptive_retrieval.pipelines.store_host import main
+    from adaptive_retrieval.pipelines.processes.store_host import main
 
     return main(argv)
 
