@@ -41,7 +41,7 @@ def _topics(count: int) -> list[tuple[str, str]]:
 def _serve(python: str, store: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "ADAPTIVE_UPLOAD_DIR": str(store.parent / "uploads")}
     proc = subprocess.Popen(
-        [python, "-m", "adaptive_retrieval.pipelines.cli.main", "serve", "--store", str(store), "--port", str(port)],
+        [python, "-m", "adaptive_retrieval.pipelines.cli", "serve", "--store", str(store), "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

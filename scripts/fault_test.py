@@ -81,7 +81,7 @@ def make_corpus(folder: Path, files: int, passages_per_file: int, seed: int) -> 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         capture_output=True,
@@ -117,7 +117,7 @@ def run_killed(args: list[str], env: dict[str, str], delay: float | None) -> tup
     """Run the CLI; kill it after ``delay`` s (random timing) unless a fault point kills it first."""
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdout=subprocess.DEVNULL,
@@ -233,7 +233,7 @@ def start_server(port: int, store: Path, base: Path, env: dict[str, str], worker
     base.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as output:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *command],
+            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *command],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "ADAPTIVE_UPLOAD_DIR": str(base / "uploads"), **env},
             stdout=output,
@@ -537,7 +537,7 @@ def _filling_during_a_run(disk: Path, files: Path, reference: dict[str, Any]) ->
     from adaptive_retrieval.components.stores.disk_space import margin_bytes
 
     store = disk / "second" / "qdrant"
-    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", "index", "--store", str(store)]
+    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "index", "--store", str(store)]
     proc = subprocess.Popen(
         [*command, str(files), "--batch-files", "2"],
         cwd=ROOT,

@@ -231,7 +231,7 @@ def run_server(
     ids_before = snapshot(store_path)
     port = args.port or free_port(HOST)
     url = f"http://{HOST}:{port}"
-    cli = [python or sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main"]
+    cli = [python or sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
     command = [*cli, "serve", "--store", str(store_path), "--host", HOST, "--workers", str(workers)]
     log = (workdir / f"server-{tag}.log").open("w")
     env = dict(os.environ, **({CONCURRENCY_ENV: str(concurrency)} if concurrency is not None else {}))

@@ -102,9 +102,7 @@ IDLE_LEAVES = ("Runner.run", "Condition.wait", "Queue.get", "Event.wait", "selec
 def stage_of(frames: list[tuple[str, str]]) -> str | None:
     """The stage of one sampled stack (``(function, file)`` pairs, outermost first); ``None`` for start-up,
     shut-down and idle stacks, and for samples without a Python frame."""
-    host = any(
-        f.startswith("process ") and ("pipelines.workers host" in f or "pipelines.store_host" in f) for f, _ in frames
-    )
+    host = any(f.startswith("process ") and "pipelines.serving.store_host_app" in f for f, _ in frames)
     frames = [(f, path) for f, path in frames if not (f.startswith("process ") and not path)]
     if not frames or frames[-1][0].rpartition(".")[2] in {f.rpartition(".")[2] for f in IDLE_LEAVES}:
         return None
@@ -174,9 +172,9 @@ def process_roles(root: int) -> dict[int, str]:
             continue
         if "store_host" in command:
             roles[pid] = "store-host"
-        elif "pipelines.workers --fd" in command:
+        elif "pipelines.serving.worker_app" in command:
             roles[pid] = "worker"
-        elif "pipelines.workers" in command:
+        elif "pipelines.processes.workers" in command:
             roles[pid] = "supervisor"
         elif "py-spy" not in command:
             roles[pid] = "server"
@@ -277,13 +275,13 @@ def serve_and_query(
     port = free_port(HOST)
     serve = ["serve", "--store", str(store), "--host", HOST, "--port", str(port)]
     serve += ["--workers", str(workers)] if workers else []
-    command = [python, "-m", "adaptive_retrieval.pipelines.cli.main", *serve]
+    command = [python, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     profile = workdir / {None: "none", "py-spy": "server.pyspy.txt", "cprofile": "server.prof"}[profiler]
     if profiler == "py-spy":
         command = [py_spy(), "record", "--rate", str(RATE), "--gil", "--full-filenames", "--format", "raw"]
         command += ["--subprocesses"]  # the store host and the workers of `serve --workers N`
         command += ["-o", str(profile)]
-        command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *serve]
+        command += ["--", sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *serve]
     elif profiler == "cprofile":
         command = [sys.executable, __file__, "--serve-profiled", str(profile), "--", *serve]
     label = profiler or ("plain" if python == sys.executable else "baseline")

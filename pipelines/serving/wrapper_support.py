@@ -46,9 +46,9 @@ _SETUP_LOCK = threading.Lock()
 def load_served_pipeline(name: str) -> Pipeline:
     """``yaml/<name>.yaml`` loaded (store from ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH``) and warmed up, one
     wrapper at a time."""
-    from adaptive_retrieval.pipelines.processes.ownership import claim_served_store
     from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
     from adaptive_retrieval.pipelines.serving.security import require_safe_hayhooks
+    from adaptive_retrieval.pipelines.serving.served_store import claim_served_store
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     require_safe_hayhooks()

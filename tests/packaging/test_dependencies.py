@@ -38,7 +38,9 @@ SERVE_FILES = (
     "pipelines/serving/request_checks.py",
     "pipelines/processes/store_host.py",
     "pipelines/processes/workers.py",
-    "pipelines/*/pipeline_wrapper.py",
+    "pipelines/serving/store_host_app.py",
+    "pipelines/serving/worker_app.py",
+    "pipelines/serving/wrappers/*/pipeline_wrapper.py",
 )
 #: Extras that are not imported by the package: the scripts' (eval), the suite's (dev), and the union (all).
 NOT_PACKAGE_EXTRAS = ("eval", "dev", "all")

@@ -81,7 +81,7 @@ def test_the_console_script_is_the_pausing_entry_point() -> None:
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "adaptive-retrieval"]
     assert script.value == "adaptive_retrieval.pipelines.cli.main:run"
     done = subprocess.run(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", "--help"], capture_output=True, text=True
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "--help"], capture_output=True, text=True
     )
     assert done.returncode == 0 and "adaptive-retrieval" in done.stdout
 

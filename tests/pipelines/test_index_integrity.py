@@ -174,7 +174,7 @@ def test_files_over_a_limit_are_refused_before_any_work(indexing: Any, corpus: P
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *args],
+        [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
         capture_output=True,

@@ -162,7 +162,7 @@ def test_an_unreadable_file_is_skipped_with_a_reason(tmp_path: Path) -> None:
     (folder / "secret.md").write_text("# Secret\n\n" + _topic("try"), encoding="utf-8")
     (folder / "open.md").write_text("# Open\n\n" + _topic("lambda"), encoding="utf-8")
     (folder / "secret.md").chmod(0)
-    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", "index", "--store", str(tmp_path / "q")]
+    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "index", "--store", str(tmp_path / "q")]
     done = subprocess.run(
         [*runner, *command, str(folder)], capture_output=True, text=True, timeout=600, cwd=REPO, check=False
     )

@@ -210,7 +210,7 @@ def test_two_indexers_creating_one_new_store_leave_one_winner_and_a_valid_store(
     docs.mkdir()
     for name in ("a", "b"):
         (docs / f"{name}.md").write_text(f"# Note {name}\n\nThe {name} note names Ada Lovelace.\n", encoding="utf-8")
-    cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main"]
+    cli = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli"]
     env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
     # Each process loads the libraries and the pipeline, then waits for the go file: both then open the new store
     # within moments of each other, which is where the two used to collide.
@@ -265,7 +265,7 @@ def test_an_indexer_waits_while_another_creates_the_store(tmp_path: Path) -> Non
     fcntl.flock(held, fcntl.LOCK_EX)  # as a process creating the store holds it
     try:
         run = subprocess.Popen(
-            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", "index", "--store", str(store), str(note)],
+            [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "index", "--store", str(store), str(note)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

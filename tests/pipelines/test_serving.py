@@ -534,7 +534,7 @@ def test_answers_carry_no_vectors_unless_asked(served: dict[str, Any]) -> None:
 def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env_extra or {})}
     env.pop("QDRANT_URL", None)
-    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli.main", *args]
+    command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False)
 
 
