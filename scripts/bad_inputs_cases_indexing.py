@@ -70,7 +70,7 @@ def _case_dir(ctx: Context, label: str) -> Path:
 
 
 def _index(ctx: Context, paths: list[Path], **kwargs: Any) -> dict[str, Any]:
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
 
     return index_paths(_indexing(ctx), paths, **kwargs)
 
@@ -761,7 +761,7 @@ def _python_full(full: FullDisk) -> bool:
     code = (
         "import sys\n"
         "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
-        "from adaptive_retrieval.pipelines.indexing_pipeline import index_paths\n"
+        "from adaptive_retrieval.pipelines.indexer import index_paths\n"
         "try:\n"
         "    index_paths(load_pipeline('indexing', path=sys.argv[1]), [sys.argv[2]])\n"
         "    print('INDEXED')\n"

@@ -81,8 +81,10 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     from haystack.core.errors import PipelineRuntimeError
     from haystack.document_stores.errors import DocumentStoreError
 
+    from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
     from adaptive_retrieval.pipelines.file_walk import find_files
-    from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, index_paths, store_of
+    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines.indexing_pipeline import store_of
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     try:

@@ -193,7 +193,7 @@ def indexing_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ids=["str", "bytes", "Path", "missing"],
 )
 def test_index_paths_refuses_bad_paths(indexing_pipeline: Any, paths: Any, error: type, reason: str) -> None:
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
 
     start = time.monotonic()
     with pytest.raises(error, match=reason):

@@ -11,7 +11,8 @@ import pytest
 from broken_files import pdf_with_a_lost_page
 
 from adaptive_retrieval.components.indexing.manifest import index_stats, read_manifests
-from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator
     another process can open it (one process owns an embedded index)."""
     from pydoc_data.topics import topics
 
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     root = tmp_path_factory.mktemp("index")

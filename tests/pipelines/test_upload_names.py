@@ -146,7 +146,7 @@ def test_sources_are_deleted_by_their_uploaded_names(served: dict[str, Any]) -> 
 
 def test_the_cli_deletes_by_the_uploaded_name(tmp_path: Path) -> None:
     from adaptive_retrieval.pipelines.cli.main import main
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.serving.wrapper_support import save_upload, uploads_dir
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 

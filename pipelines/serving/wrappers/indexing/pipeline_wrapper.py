@@ -30,7 +30,8 @@ from starlette.datastructures import Headers
 from adaptive_retrieval.components.indexing.manifest import read_manifests
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
-from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 from adaptive_retrieval.pipelines.limits import Limits
 from adaptive_retrieval.pipelines.serving.security import guard_request, is_guarded, public_server_error
 from adaptive_retrieval.pipelines.serving.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
