@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PIPELINE_NAMES = ("indexing", "query")
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Where ``npm ci`` puts the renderer; ``$ADAPTIVE_NODE_MODULES`` points elsewhere.
 NODE_MODULES_ENV = "ADAPTIVE_NODE_MODULES"
 #: Chromium binary for mermaid-cli (the variable puppeteer itself reads); default: ``chromium`` on ``$PATH``.
