@@ -130,7 +130,7 @@ def make_store(
     url = url or settings.text(QDRANT_URL_ENV)
     socket = extra.pop("socket", None) or (None if url else settings.text(STORE_SOCKET_ENV))
     if socket and not url:
-        # A worker of `serve --workers N`: the index is open in the store host (pipelines/workers.py).
+        # A worker of `serve --workers N`: the index is open in the store host (pipelines/processes/workers.py).
         from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
 
         return RemoteDocumentStore(socket=socket, path=path, index=index, embedding_dim=embedding_dim, **extra)

@@ -151,7 +151,7 @@ CORPUS = {"lambda.md": "lambda", "with.md": "with", "try.txt": "try"}
 
 def build_index(ctx: Context) -> None:
     """Index three Python reference pages into ``ctx.store`` and load the query pipeline over it."""
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.query_pipeline import run_query
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
@@ -179,7 +179,7 @@ def release(ctx: Context) -> None:
 
 def start_server(ctx: Context) -> subprocess.Popen:
     """``adaptive-retrieval serve`` over ``ctx.store`` on a free loopback port; waits until it answers."""
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ADAPTIVE_API_TOKEN", "QDRANT_URL"))}

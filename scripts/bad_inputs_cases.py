@@ -691,13 +691,13 @@ def _run_query(value: Any) -> Callable[[Context], Any]:
 
 
 def _from_result(top_k: Any) -> Callable[[Context], Any]:
-    from adaptive_retrieval.pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
 
     return lambda ctx: QueryResponse.from_result(ctx.result, top_k=top_k)
 
 
 def _distinct(*names: str) -> Callable[[Context], Any]:
-    from adaptive_retrieval.pipelines.serving import safe_filename
+    from adaptive_retrieval.pipelines.serving.wrapper_support import safe_filename
 
     return lambda ctx: [safe_filename(n) for n in names]
 

@@ -70,7 +70,7 @@ def _case_dir(ctx: Context, label: str) -> Path:
 
 
 def _index(ctx: Context, paths: list[Path], **kwargs: Any) -> dict[str, Any]:
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
 
     return index_paths(_indexing(ctx), paths, **kwargs)
 
@@ -547,7 +547,7 @@ class FullDisk:
         return {"ADAPTIVE_MIN_FREE_MB": str(self.margin_mb), "ADAPTIVE_UPLOAD_DIR": str(self.disk / "uploads")}
 
     def start(self) -> None:
-        from adaptive_retrieval.pipelines.app import free_port
+        from adaptive_retrieval.pipelines.serving.app import free_port
 
         self.disk.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384m", "tmpfs", str(self.disk)], check=True)
@@ -761,7 +761,7 @@ def _python_full(full: FullDisk) -> bool:
     code = (
         "import sys\n"
         "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
-        "from adaptive_retrieval.pipelines.indexing_pipeline import index_paths\n"
+        "from adaptive_retrieval.pipelines.indexer import index_paths\n"
         "try:\n"
         "    index_paths(load_pipeline('indexing', path=sys.argv[1]), [sys.argv[2]])\n"
         "    print('INDEXED')\n"

@@ -39,7 +39,7 @@ import numpy as np
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
 
-from adaptive_retrieval.pipelines.threads import limit_blas_threads  # noqa: E402
+from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads  # noqa: E402
 from evaluation.data import EvalSet, Passage  # noqa: E402
 from evaluation.metrics import percentiles  # noqa: E402
 from evaluation.systems import AdaptiveSystem, minilm_dir  # noqa: E402

@@ -157,7 +157,7 @@ def main() -> None:
 
     from profile_server import build_index
 
-    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
 
     limit_blas_threads()
     print(f"[copies] indexing {args.chunks} synthetic passages (cached after the first run) ...", file=sys.stderr)

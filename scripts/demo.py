@@ -19,7 +19,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 from evaluation.corpus import write_pydoc_topics

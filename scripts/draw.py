@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 def rewrite_readme(path: Path, names: tuple[str, ...] | None = None) -> bool:
     """Regenerate a page's diagrams in place (``names``: the pipelines it shows; default: those of
     ``DOC_DIAGRAMS``, else the README's); ``True`` when the file changed."""
-    from adaptive_retrieval.pipelines.drawing import DOC_DIAGRAMS, mermaid_texts, readme_with_diagrams
+    from adaptive_retrieval.pipelines.diagrams.drawing import DOC_DIAGRAMS, mermaid_texts, readme_with_diagrams
 
     if names is None:
         key = path.resolve().relative_to(REPO).as_posix() if path.resolve().is_relative_to(REPO) else "README.md"
@@ -37,13 +37,13 @@ def rewrite_readme(path: Path, names: tuple[str, ...] | None = None) -> bool:
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if argv[:1] == ["--readme"]:
-        from adaptive_retrieval.pipelines.drawing import DOC_DIAGRAMS
+        from adaptive_retrieval.pipelines.diagrams.drawing import DOC_DIAGRAMS
 
         pages = [Path(a) for a in argv[1:]] or [REPO / page for page in DOC_DIAGRAMS]
         for page in pages:
             print(f"{page}: {'updated' if rewrite_readme(page) else 'already current'}")
         sys.exit(0)
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     if "--format" not in argv:
         argv += ["--format", "mmd", "svg", "png", "html"]

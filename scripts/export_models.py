@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from adaptive_retrieval.pipelines.cli import main
+from adaptive_retrieval.pipelines.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["models", "build", *sys.argv[1:]]))

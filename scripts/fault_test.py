@@ -221,7 +221,7 @@ def start_server(port: int, store: Path, base: Path, env: dict[str, str], worker
     ``serve`` takes the host and the workers with it)."""
     import httpx
 
-    from adaptive_retrieval.pipelines.ownership import store_owner
+    from adaptive_retrieval.pipelines.processes.ownership import store_owner
 
     # A SIGKILLed `serve` takes its store host with it, but not in the same instant: the host holds the store until
     # it has exited, and a server started before that is refused ("served by process ..."), as it should be.
@@ -264,7 +264,7 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
     """Kill ``adaptive-retrieval serve`` during an upload, restart, upload again, compare."""
     import httpx
 
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     rng = random.Random(args.seed + 1)
     results = []

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from adaptive_retrieval.pipelines.query_admission import CONCURRENCY_ENV
+from adaptive_retrieval.pipelines.serving.query_admission import CONCURRENCY_ENV
 from evaluation.server_metrics import memory_mb, summary, tree_cpu_seconds
 
 HOST = "127.0.0.1"
@@ -226,7 +226,7 @@ def run_server(
     under the interpreter ``python``: another checkout's, for a before/after run), run phase 1 (queries) and phase
     2 (queries while uploading), stop it, and check that no document was lost; returns the figures and the
     failures."""
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     ids_before = snapshot(store_path)
     port = args.port or free_port(HOST)
@@ -422,7 +422,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
     from evaluation.corpus import write_pydoc_topics
 

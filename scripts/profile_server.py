@@ -69,7 +69,7 @@ HTTP_MARKERS = (
     "/selectors.py",
 )
 RESPONSE_MARKERS = (
-    "pipelines/serving.py",
+    "pipelines/serving/wrapper_support.py",
     "/pydantic/",
     "/pydantic_core/",
     "/json/",
@@ -102,9 +102,7 @@ IDLE_LEAVES = ("Runner.run", "Condition.wait", "Queue.get", "Event.wait", "selec
 def stage_of(frames: list[tuple[str, str]]) -> str | None:
     """The stage of one sampled stack (``(function, file)`` pairs, outermost first); ``None`` for start-up,
     shut-down and idle stacks, and for samples without a Python frame."""
-    host = any(
-        f.startswith("process ") and ("pipelines.workers host" in f or "pipelines.store_host" in f) for f, _ in frames
-    )
+    host = any(f.startswith("process ") and "pipelines.serving.store_host_app" in f for f, _ in frames)
     frames = [(f, path) for f, path in frames if not (f.startswith("process ") and not path)]
     if not frames or frames[-1][0].rpartition(".")[2] in {f.rpartition(".")[2] for f in IDLE_LEAVES}:
         return None
@@ -174,9 +172,9 @@ def process_roles(root: int) -> dict[int, str]:
             continue
         if "store_host" in command:
             roles[pid] = "store-host"
-        elif "pipelines.workers --fd" in command:
+        elif "pipelines.serving.worker_app" in command:
             roles[pid] = "worker"
-        elif "pipelines.workers" in command:
+        elif "pipelines.processes.workers" in command:
             roles[pid] = "supervisor"
         elif "py-spy" not in command:
             roles[pid] = "server"
@@ -272,7 +270,7 @@ def serve_and_query(
     is)."""
     import httpx
 
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port = free_port(HOST)
     serve = ["serve", "--store", str(store), "--host", HOST, "--port", str(port)]
@@ -346,7 +344,7 @@ def answer_digest(result: dict[str, Any]) -> dict[str, Any]:
 def serve_profiled(out: Path, argv: list[str]) -> int:
     """Run ``adaptive-retrieval`` with ``argv`` under one cProfile per thread (thread CPU time as the clock);
     the merged statistics go to ``out`` when the server stops."""
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     profiles: list[cProfile.Profile] = []
     lock = threading.Lock()
@@ -471,7 +469,7 @@ def main() -> int:
     if args.serve_profiled:
         return serve_profiled(Path(args.serve_profiled), [a for a in rest if a != "--"])
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
 
     limit_blas_threads()  # as the server runs
     report: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_start": load_average()}

@@ -52,7 +52,7 @@ def fingerprint(chunks: int, queries: int, root: Path, folder: Path | None = Non
 
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.query_pipeline import run_query
-    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
 
     limit_blas_threads()
     if folder is None:

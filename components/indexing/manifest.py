@@ -345,6 +345,30 @@ def reconcile(store: Any, graph_store: Any = None) -> Reconciliation:
     return out
 
 
+def _add_state(row: dict[str, Any], record: dict[str, Any], with_graph: bool) -> None:
+    """Set ``row["state"]`` (and ``reason`` / ``expected``) of one source of :func:`index_stats` from its stored
+    counts (``row``) and its manifest record."""
+    state = record.get("state", "no record")
+    expected = {k: record.get(k) for k in COUNT_FIELDS}
+    if state == STATE_COMPLETE and not with_graph:
+        expected.pop("graph_chunks")
+    if state == STATE_COMPLETE and any(row[k] != v for k, v in expected.items()):
+        state = "partial"
+        row["expected"] = expected
+    elif state in (STATE_INDEXING, "no record"):
+        state = "partial" if state == STATE_INDEXING else state
+    if record.get("reason"):
+        row["reason"] = record["reason"]
+    if state == STATE_COMPLETE and record.get("partial"):
+        # Every node is stored, but its file was read only in part: the index lacks some of its text.
+        state = "partial"
+        row["reason"] = f"its file was read in part: {record['partial']}"
+    if state == STATE_COMPLETE and record.get("refused"):
+        state = STATE_KEPT
+        row["reason"] = f"the file changed and was refused ({record['refused']}); the version before is kept"
+    row["state"] = state
+
+
 def index_stats(store: Any, graph_store: Any = None) -> dict[str, Any]:
     """What the index holds, per source and in total: ``{"sources": {source: {chunks, summaries,
     graph_chunks, entities, source_hash, state, ...}}, "totals": {...}}``.
@@ -392,25 +416,7 @@ def index_stats(store: Any, graph_store: Any = None) -> dict[str, Any]:
             "entities": entities,
             "source_hash": record.get("source_hash", ""),
         }
-        state = record.get("state", "no record")
-        expected = {k: record.get(k) for k in COUNT_FIELDS}
-        if state == STATE_COMPLETE and graph_store is None:
-            expected.pop("graph_chunks")
-        if state == STATE_COMPLETE and any(row[k] != v for k, v in expected.items()):
-            state = "partial"
-            row["expected"] = expected
-        elif state in (STATE_INDEXING, "no record"):
-            state = "partial" if state == STATE_INDEXING else state
-        if record.get("reason"):
-            row["reason"] = record["reason"]
-        if state == STATE_COMPLETE and record.get("partial"):
-            # Every node is stored, but its file was read only in part: the index lacks some of its text.
-            state = "partial"
-            row["reason"] = f"its file was read in part: {record['partial']}"
-        if state == STATE_COMPLETE and record.get("refused"):
-            state = STATE_KEPT
-            row["reason"] = f"the file changed and was refused ({record['refused']}); the version before is kept"
-        row["state"] = state
+        _add_state(row, record, with_graph=graph_store is not None)
         sources[source] = row
     recorded = {str(r.get("source_doc_id")) for r in records.values()}
     orphans = {d: n for d, n in graph_docs.items() if d not in doc_ids and d not in recorded}

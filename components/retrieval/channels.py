@@ -140,13 +140,13 @@ class ChannelSpec:
 
 
 #: The feedback channels' inputs: both query vectors (to search the first hits themselves when the dense or BM25
-#: channel has no weight) and those channels' lists.
+#: channel has no weight) and those channels' ranked hits.
 _FEEDBACK_INPUTS = MappingProxyType(
     {
         "query_embedding": QUERY_EMBEDDING,
         "query_sparse_embedding": SPARSE_EMBEDDING,
-        "nearest": documents_of("dense"),
-        "lexical": documents_of("sparse"),
+        "nearest": hits_of("dense"),
+        "lexical": hits_of("sparse"),
     }
 )
 

@@ -11,8 +11,8 @@ embedded again. Cost: one dense search.
 Usage::
 
     prf = DenseFeedbackRetriever(document_store=store)
-    docs = prf.run(query_embedding=vector, query_sparse_embedding=bm25_query, nearest=dense_docs,
-                   lexical=sparse_docs)["documents"]
+    docs = prf.run(query_embedding=vector, query_sparse_embedding=bm25_query, nearest=dense_hits,
+                   lexical=sparse_hits)["documents"]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.feedback import check_feedback_parameters, rocchio
 from adaptive_retrieval.components.retrieval.feedback_hits import first_hits
+from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
@@ -83,8 +84,8 @@ class DenseFeedbackRetriever:
         self,
         query_embedding: QueryEmbedding,
         query_sparse_embedding: SparseEmbedding,
-        nearest: list[Document] | None = None,
-        lexical: list[Document] | None = None,
+        nearest: HitsInput = None,
+        lexical: HitsInput = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
     ) -> dict[str, Any]:

@@ -13,8 +13,8 @@ applies the IDF at search time. Cost: ``feedback_docs`` BM25 document encodings 
 Usage::
 
     prf = SparseFeedbackRetriever(document_store=store)
-    docs = prf.run(query_embedding=vector, query_sparse_embedding=bm25_query, nearest=dense_docs,
-                   lexical=sparse_docs)["documents"]
+    docs = prf.run(query_embedding=vector, query_sparse_embedding=bm25_query, nearest=dense_hits,
+                   lexical=sparse_hits)["documents"]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from adaptive_retrieval.components.retrieval.feedback import (
     relevance_model,
 )
 from adaptive_retrieval.components.retrieval.feedback_hits import first_hits
+from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
@@ -121,8 +122,8 @@ class SparseFeedbackRetriever:
         self,
         query_embedding: QueryEmbedding,
         query_sparse_embedding: SparseEmbedding,
-        nearest: list[Document] | None = None,
-        lexical: list[Document] | None = None,
+        nearest: HitsInput = None,
+        lexical: HitsInput = None,
         top_k: int | None = None,
         weights: dict[str, float] | None = None,
     ) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Haystack document store that sends every call to the process owning an embedded Qdrant Edge index.
 
 An Edge folder has one owner (Edge locks its write-ahead log). ``adaptive-retrieval serve --workers N`` starts one
-store host (:mod:`adaptive_retrieval.pipelines.store_host`) that opens the shard, and N serving workers whose
+store host (:mod:`adaptive_retrieval.pipelines.processes.store_host`) that opens the shard, and N serving workers whose
 pipelines hold this store instead: each call (search, fetch, count, write, delete) goes to the host over a private
 Unix socket (:mod:`~adaptive_retrieval.components.stores.store_wire`) and runs there on the one open shard, so
 every worker sees every write as soon as the host has made it, and the host stays the only writer. Edge releases

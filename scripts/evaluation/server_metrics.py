@@ -52,7 +52,7 @@ def memory_mb(root: int) -> dict[str, dict[str, float]]:
         role = "server"  # the one process, or the supervisor of `serve --workers N`
         if "store_host" in command:
             role = "store-host"
-        elif "pipelines.workers --fd" in command:
+        elif "pipelines.serving.worker_app" in command:
             role = f"worker-{pid}"
         result[role] = {"rss_mb": round(fields.get("Rss", 0.0), 1), "pss_mb": round(fields.get("Pss", 0.0), 1)}
     return result

@@ -324,7 +324,8 @@ class AdaptiveSystem:
 
     def index(self, evalset: EvalSet, batch: int = 256, force: bool = False) -> dict[str, Any]:
         """Index the passages through the indexing YAML (skipped when this corpus is already indexed)."""
-        from adaptive_retrieval.pipelines.indexing_pipeline import optimize_store, store_of
+        from adaptive_retrieval.pipelines.indexer import optimize_store
+        from adaptive_retrieval.pipelines.indexing_pipeline import store_of
         from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
         folder = self.root / self.key(evalset)

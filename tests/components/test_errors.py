@@ -23,9 +23,9 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import (
 )
 from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.pipelines.limits import LimitExceededError
-from adaptive_retrieval.pipelines.ownership import StoreOwnedError
+from adaptive_retrieval.pipelines.processes.ownership import StoreOwnedError
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError
-from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError
+from adaptive_retrieval.pipelines.serving.upload_queue import QueueFullError, TimeBudgetError
 from adaptive_retrieval.pipelines.yaml_io import PipelineLoadError
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, index_paths, store_of
-from adaptive_retrieval.pipelines.mermaid import pipeline_to_mermaid
+from adaptive_retrieval.pipelines.diagrams.mermaid import pipeline_to_mermaid
+from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import store_of
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import (
     YAML_DIR,

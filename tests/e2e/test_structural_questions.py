@@ -12,7 +12,8 @@ from haystack import Document
 from adaptive_retrieval.components.retrieval.structural_match import Outline, rank_documents, resolve, sections_for
 from adaptive_retrieval.components.routing.rules import structural_reference
 from adaptive_retrieval.components.selection.structural_first import StructuralFirst
-from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, index_paths
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
 from adaptive_retrieval.pipelines.store_config import make_store
 from tests.components.indexing.test_structured_converter import BODY, _pdf

@@ -32,13 +32,15 @@ CORE = "core"
 #: The served app's own modules: whatever they import is the ``serve`` extra's (a core module may import them only
 #: inside a function that the server runs, or under ``LazyImport(install_hint("serve"))``).
 SERVE_FILES = (
-    "pipelines/app.py",
-    "pipelines/mcp_app.py",
-    "pipelines/security.py",
-    "pipelines/request_checks.py",
-    "pipelines/store_host.py",
-    "pipelines/workers.py",
-    "pipelines/*/pipeline_wrapper.py",
+    "pipelines/serving/app.py",
+    "pipelines/serving/mcp_app.py",
+    "pipelines/serving/security.py",
+    "pipelines/serving/request_checks.py",
+    "pipelines/processes/store_host.py",
+    "pipelines/processes/workers.py",
+    "pipelines/serving/store_host_app.py",
+    "pipelines/serving/worker_app.py",
+    "pipelines/serving/wrappers/*/pipeline_wrapper.py",
 )
 #: Extras that are not imported by the package: the scripts' (eval), the suite's (dev), and the union (all).
 NOT_PACKAGE_EXTRAS = ("eval", "dev", "all")

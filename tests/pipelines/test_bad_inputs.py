@@ -41,7 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     """
     from hayhooks.server.pipelines.registry import registry
 
-    from adaptive_retrieval.pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, running_server
 
     registry.clear()
 
@@ -193,7 +193,7 @@ def indexing_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ids=["str", "bytes", "Path", "missing"],
 )
 def test_index_paths_refuses_bad_paths(indexing_pipeline: Any, paths: Any, error: type, reason: str) -> None:
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
 
     start = time.monotonic()
     with pytest.raises(error, match=reason):
@@ -267,7 +267,7 @@ CLI_CASES = [
 def test_cli_bad_input_exits_non_zero_with_a_reason(
     bad_files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], label: str, argv: list[str], reason: str
 ) -> None:
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()
     code = main([a.format(folder=bad_files, tmp=tmp_path) for a in argv], out=out)
@@ -284,7 +284,7 @@ def test_cli_bad_input_exits_non_zero_with_a_reason(
     ids=["top-k 0", "batch-files 0", "unknown command", "query without text"],
 )
 def test_cli_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     with pytest.raises(SystemExit) as raised:
         main(argv, out=io.StringIO())
@@ -296,7 +296,7 @@ def test_server_refuses_to_start_when_a_pipeline_cannot_load(tmp_path: Path, mon
     """A missing models folder used to give a server whose /status said "Up!" while /query/run was a 404."""
     from hayhooks.server.pipelines.registry import registry
 
-    from adaptive_retrieval.pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, running_server
 
     monkeypatch.setenv("ADAPTIVE_MODELS_DIR", str(tmp_path / "no-models"))
     monkeypatch.setenv("ADAPTIVE_QDRANT_PATH", str(tmp_path / "qdrant"))

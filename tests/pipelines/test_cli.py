@@ -12,7 +12,7 @@ import pytest
 
 from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.routing.profiles import INTENTS
-from adaptive_retrieval.pipelines.cli import main
+from adaptive_retrieval.pipelines.cli.main import main
 
 TOPICS = {"try.txt": "try", "with.txt": "with", "lambda.txt": "lambda"}
 
@@ -134,7 +134,7 @@ def test_a_failing_component_is_one_error_line_naming_its_cause() -> None:
     from haystack import Pipeline, component
     from haystack.core.errors import PipelineRuntimeError
 
-    from adaptive_retrieval.pipelines.cli_format import error_line
+    from adaptive_retrieval.pipelines.cli.format import error_line
 
     @component
     class FullDisk:

@@ -28,7 +28,7 @@ HEAVY = (
 
 PROBE = """
 import contextlib, io, json, sys
-from adaptive_retrieval.pipelines.cli import main
+from adaptive_retrieval.pipelines.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()) as out:
     try:
         main(sys.argv[1:])
@@ -53,3 +53,20 @@ def test_help_imports_nothing_heavy(command: str) -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["code"] == 0 and "usage: adaptive-retrieval" in result["help"]
     assert result["heavy"] == [], f"`adaptive-retrieval {' '.join(argv)}` imports {result['heavy']}"
+
+
+def test_version_prints_the_installed_distribution_version() -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--version"],
+        input=json.dumps(HEAVY),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0
+    assert result["help"].strip() == f"adaptive-retrieval {version('adaptive-retrieval')}"
+    assert result["heavy"] == []

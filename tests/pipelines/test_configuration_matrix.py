@@ -43,7 +43,7 @@ import httpx
 import pytest
 from processes import stop
 
-from adaptive_retrieval.pipelines.app import free_port
+from adaptive_retrieval.pipelines.serving.app import free_port
 
 TOKEN = "matrix-token"
 ALLOWED_ORIGIN = "http://localhost:5173"
@@ -123,7 +123,7 @@ def _topic(name: str) -> str:
 def built_index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
     """One embedded index (three Python reference pages), built once; each embedded configuration serves a copy."""
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     folder = tmp_path_factory.mktemp("matrix-index")

@@ -4,9 +4,11 @@ sends may write, delete, run code or read answers (``tests/browser.py``).
 - ``adaptive-retrieval serve`` (subprocess): every write the page sends is refused with 403 (the server log says
   so), nothing is indexed, deleted or deployed; a page of an origin listed in ``$ADAPTIVE_CORS_ORIGINS`` can query
   and read the answer, and so can the server's own ``/docs`` page.
-- ``HAYHOOKS_DURABLE_MODE=true HAYHOOKS_CORS_ALLOW_ORIGINS='[]' hayhooks run --pipelines-dir pipelines``: the same
+- ``HAYHOOKS_DURABLE_MODE=true HAYHOOKS_CORS_ALLOW_ORIGINS='[]' hayhooks run
+  --pipelines-dir pipelines/serving/wrappers``: the same
   (the wrappers check ``Origin`` and ``Host`` themselves: Hayhooks hands them the request headers).
-- ``hayhooks run --pipelines-dir pipelines`` with no settings refuses to start (``test_plain_hayhooks_safety.py``).
+- ``hayhooks run --pipelines-dir pipelines/serving/wrappers`` with no settings refuses to start
+  (``test_plain_hayhooks_safety.py``).
 - The development recipe (``hayhooks run`` + ``deploy-yaml``) is in ``tests/pipelines/test_plain_haystack_yaml.py``.
 
 Skipped with the reason when chromium, node or ``node_modules/puppeteer`` is missing (``scripts/setup``).
@@ -29,6 +31,7 @@ from browser import PLANTED, attack, browser_missing, open_page, query_from
 from processes import stop
 
 REPO = Path(__file__).resolve().parents[2]
+WRAPPERS = REPO / "pipelines" / "serving" / "wrappers"  # the folder of Hayhooks wrappers, and nothing else
 SEED = "# Seed\n\nThe seed document about quokkas and their seedling gardens.\n"
 WRITES = ("upload no-cors", "upload cors", "v1/files no-cors", "query no-cors", "chat no-cors", "mcp no-cors")
 
@@ -36,7 +39,7 @@ pytestmark = pytest.mark.skipif(bool(browser_missing()), reason=browser_missing(
 
 
 def _free_port() -> int:
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     return free_port()
 
@@ -155,7 +158,7 @@ def plain_hayhooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     folder = tmp_path_factory.mktemp("plain-browser")
     env = _env(folder, HAYHOOKS_DURABLE_MODE="true", HAYHOOKS_CORS_ALLOW_ORIGINS="[]")
     hayhooks = str(Path(sys.executable).with_name("hayhooks"))
-    process, url = _start([hayhooks, "run", "--pipelines-dir", str(REPO / "pipelines")], folder, env)
+    process, url = _start([hayhooks, "run", "--pipelines-dir", str(WRAPPERS)], folder, env)
     try:
         yield {"url": url, "folder": folder, "total": _seed(url)}
     finally:

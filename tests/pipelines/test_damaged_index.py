@@ -41,7 +41,7 @@ def _release() -> None:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from pydoc_data.topics import topics
 
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     base = tmp_path_factory.mktemp("damage")
@@ -56,7 +56,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()
     code = main(argv, out=out)

@@ -73,7 +73,8 @@ def _pipeline(store: Path) -> Any:
 def test_a_batch_the_disk_refuses_is_taken_back(disk: Path, tmp_path: Path) -> None:
     """The run stops with the free-space error; the refused batch leaves no record ``indexing`` (the next run of
     other files redid it) and the version indexed before of a changed file is still whole."""
-    from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -110,7 +111,8 @@ def _sections(word: str) -> str:
 def test_a_changed_file_refused_after_its_graph_records_keeps_the_version_before(
     disk: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 
     note = tmp_path / "note.md"
     note.write_text(_sections("puffin"), encoding="utf-8")
@@ -136,7 +138,7 @@ def test_a_changed_file_refused_after_its_graph_records_keeps_the_version_before
 def test_an_upload_the_disk_refuses_writes_nothing(disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hayhooks.server.pipelines.registry import registry
 
-    from adaptive_retrieval.pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, running_server
 
     store, uploads = disk / "qdrant", disk / "uploads"
     registry.clear()

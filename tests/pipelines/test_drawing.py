@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline, component
 
-from adaptive_retrieval.pipelines.drawing import (
+from adaptive_retrieval.pipelines.diagrams.drawing import (
     DOC_DIAGRAMS,
     PIPELINE_NAMES,
     RendererNotInstalledError,
@@ -27,7 +27,7 @@ from adaptive_retrieval.pipelines.drawing import (
     render,
     rendered_svg,
 )
-from adaptive_retrieval.pipelines.mermaid import diagram_counts, pipeline_to_mermaid
+from adaptive_retrieval.pipelines.diagrams.mermaid import diagram_counts, pipeline_to_mermaid
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -271,7 +271,7 @@ def test_readme_script_rewrites_a_stale_block(tmp_path: Path) -> None:
 def test_a_pip_install_is_told_how_to_install_the_renderer() -> None:
     """Issue 41 #12: after `pip install`, `draw` failed naming scripts/setup (not in the wheel) and never mentioned
     $ADAPTIVE_NODE_MODULES. A checkout is pointed at scripts/setup; an installed package at npm and the variable."""
-    from adaptive_retrieval.pipelines.drawing import renderer_install_hint
+    from adaptive_retrieval.pipelines.diagrams.drawing import renderer_install_hint
 
     installed = renderer_install_hint(checkout=False)
     assert "ADAPTIVE_NODE_MODULES=" in installed and "npm install" in installed, installed
@@ -280,7 +280,7 @@ def test_a_pip_install_is_told_how_to_install_the_renderer() -> None:
 
 
 def test_the_renderer_versions_a_pip_user_installs_are_the_ones_setup_pins() -> None:
-    from adaptive_retrieval.pipelines.drawing import RENDERER_PACKAGES
+    from adaptive_retrieval.pipelines.diagrams.drawing import RENDERER_PACKAGES
 
     pinned = json.loads((Path(__file__).resolve().parents[2] / "scripts/renderer/package.json").read_text())
     wanted = {f"{name}@{version}" for name, version in pinned["dependencies"].items() if name != "puppeteer"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adaptive_retrieval.pipelines.file_checks import MAX_CONTROL_SHARE, content_problem
-from adaptive_retrieval.pipelines.serving import UploadRejectedError, save_upload
+from adaptive_retrieval.pipelines.serving.wrapper_support import UploadRejectedError, save_upload
 
 ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00\x01\x00\x00\x00" + bytes(range(256)) * 4
 

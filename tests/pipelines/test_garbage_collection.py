@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adaptive_retrieval.pipelines import garbage_collection
-from adaptive_retrieval.pipelines.cli import main
+from adaptive_retrieval.pipelines.cli.main import main
+from adaptive_retrieval.pipelines.processes import garbage_collection
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_the_console_script_is_the_pausing_entry_point() -> None:
     from importlib.metadata import entry_points
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "adaptive-retrieval"]
-    assert script.value == "adaptive_retrieval.pipelines.cli:run"
+    assert script.value == "adaptive_retrieval.pipelines.cli.main:run"
     done = subprocess.run(
         [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "--help"], capture_output=True, text=True
     )

@@ -30,7 +30,7 @@ def _release() -> None:
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()
     code = main(argv, out=out)
@@ -72,7 +72,7 @@ def test_two_indexes_side_by_side_keep_their_own_graphs(
 def _legacy_layout(root: Path, notes: list[Path], *, folders: tuple[str, ...] = ("a",)) -> Path:
     """Index folders under ``root`` sharing ``root/graph.sqlite``, as earlier versions laid them out (the graph
     beside the folders, and no record of the index it belongs to)."""
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     legacy = root / "graph.sqlite"
@@ -170,7 +170,8 @@ def test_a_graph_another_index_wrote_is_refused(tmp_path: Path, notes: dict[str,
     it writes anything, and the first keeps its graph whole."""
     from adaptive_retrieval.components.indexing.manifest import index_stats
     from adaptive_retrieval.components.stores.graph_store import GraphOwnedError
-    from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     shared = tmp_path / "shared" / "graph.sqlite"

@@ -26,9 +26,10 @@ from adaptive_retrieval.components.indexing.manifest import (
 )
 from adaptive_retrieval.components.manifest_records import MANIFEST_LEVEL, STATE_COMPLETE, STATE_INDEXING
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities
-from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 from adaptive_retrieval.pipelines.limits import Limits
-from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.pipelines.serving.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
 
 REPO = Path(__file__).resolve().parents[2]
 TOPICS = {"try.md": "try", "with.txt": "with", "lambda.md": "lambda"}

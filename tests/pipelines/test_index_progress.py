@@ -11,7 +11,9 @@ import pytest
 
 from adaptive_retrieval.components.indexing.manifest import read_manifests
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
-from adaptive_retrieval.pipelines.indexing_pipeline import BATCH_BYTES, file_batches, index_paths, store_of
+from adaptive_retrieval.pipelines.index_files import BATCH_BYTES, file_batches
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import store_of
 
 TOPICS = ("lambda", "try", "with")
 

@@ -21,7 +21,8 @@ from haystack import Document
 from adaptive_retrieval.components.indexing.manifest import index_stats, pending_record, read_manifests, write_manifests
 from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard
 from adaptive_retrieval.components.manifest_records import STATE_KEPT
-from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 
 REPO = Path(__file__).resolve().parents[2]
 ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00" + bytes(range(256)) * 8

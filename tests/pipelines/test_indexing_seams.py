@@ -11,7 +11,8 @@ import pytest
 from broken_files import pdf_with_a_lost_page
 
 from adaptive_retrieval.components.indexing.manifest import index_stats, read_manifests
-from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ def test_the_cli_says_which_files_were_indexed_in_part(tmp_path: Path, capsys: p
 
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -185,7 +186,7 @@ def test_the_cli_says_which_links_it_did_not_follow(
 
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()
     assert main(["index", "--store", str(tmp_path / "index" / "qdrant"), str(linked_folder)], out=out) == 0
@@ -217,7 +218,7 @@ def test_two_indexers_creating_one_new_store_leave_one_winner_and_a_valid_store(
     starter = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from adaptive_retrieval.pipelines.cli import main\n"
+        "from adaptive_retrieval.pipelines.cli.main import main\n"
         "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
         "load_pipeline('indexing', path=sys.argv[2])\n"
         "go = Path(sys.argv[1])\n"

@@ -86,7 +86,7 @@ def _result(n: int = 5) -> dict[str, Any]:
 @pytest.mark.parametrize("top_k", [-3, 0, True, 1.5, float("nan"), "2"], ids=repr)
 def test_query_response_refuses_a_bad_top_k(top_k: Any) -> None:
     """``from_result(r, top_k=-3)`` used to return all but the last three documents."""
-    from adaptive_retrieval.pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
 
     with pytest.raises((TypeError, ValueError), match="top_k"):
         QueryResponse.from_result(_result(), top_k=top_k)
@@ -111,7 +111,7 @@ def test_query_response_refuses_a_bad_top_k(top_k: Any) -> None:
 )
 def test_cli_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """``serve --port 99999`` used to print 'serving on ...:99999' and listen elsewhere."""
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     with pytest.raises(SystemExit) as raised:
         main(argv, out=io.StringIO())
@@ -122,7 +122,7 @@ def test_cli_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.parametrize("text", ["\x01\x02", "\u200b", "   "], ids=repr)
 def test_cli_refuses_a_query_without_text(text: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from adaptive_retrieval.pipelines.cli import main
+    from adaptive_retrieval.pipelines.cli.main import main
 
     assert main(["query", "--store", str(tmp_path / "none"), text], out=io.StringIO()) == 1
     assert "error: The query is empty" in capsys.readouterr().err
@@ -135,7 +135,7 @@ def test_cli_refuses_a_query_without_text(text: str, tmp_path: Any, capsys: pyte
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from hayhooks.server.pipelines.registry import registry
 
-    from adaptive_retrieval.pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, running_server
 
     registry.clear()
     folder = tmp_path_factory.mktemp("validation")

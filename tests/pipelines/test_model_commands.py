@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adaptive_retrieval.components.models.manifest import read_manifest
-from adaptive_retrieval.pipelines.cli import main
+from adaptive_retrieval.pipelines.cli.main import main
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def test_outbound_parser() -> None:
 def test_entry_points_turn_onnx_runtime_telemetry_off_before_importing_it() -> None:
     code = (
         "import os, sys\n"
-        "import adaptive_retrieval.pipelines.cli, adaptive_retrieval.pipelines.serving\n"
+        "import adaptive_retrieval.pipelines.cli.main, adaptive_retrieval.pipelines.serving.wrapper_support\n"
         "import onnxruntime\n"
         "print(os.environ.get('ORT_DISABLE_TELEMETRY'))\n"
     )
@@ -120,7 +120,7 @@ def _stop_traced(tracer: subprocess.Popen) -> str:
 
 @pytest.mark.skipif(bool(_strace_missing()), reason=_strace_missing() or "")
 def test_an_idle_server_and_a_diagram_make_no_outbound_call(tmp_path: Path) -> None:
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port, trace = free_port(), tmp_path / "strace.txt"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ADAPTIVE_", "ORT_", "HAYSTACK_TELEMETRY"))}

@@ -1,8 +1,9 @@
-"""Plain ``hayhooks run --pipelines-dir pipelines`` starts safe or not at all (real subprocesses, no patching).
+"""Plain ``hayhooks run --pipelines-dir pipelines/serving/wrappers`` starts safe or not at all (real subprocesses,
+no patching).
 
 Hayhooks catches ``Exception`` around each wrapper's ``setup()`` and starts without that wrapper; the wrappers stop
-an unsafe server with :class:`~adaptive_retrieval.pipelines.security.UnsafeServerError` (a ``SystemExit``), which
-it does not catch: uvicorn reports "Application startup failed" (exit 3), or, in durable mode, the app is never
+an unsafe server with :class:`~adaptive_retrieval.pipelines.serving.security.UnsafeServerError` (a ``SystemExit``),
+which it does not catch: uvicorn reports "Application startup failed" (exit 3), or, in durable mode, the app is never
 built (exit 1). Either way the message on stderr says what to set.
 """
 
@@ -18,11 +19,12 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+WRAPPERS = REPO / "pipelines" / "serving" / "wrappers"  # the folder of Hayhooks wrappers, and nothing else
 
 
 def _run(folder: Path, tmp_path: Path, **settings: str) -> tuple[int, str, str]:
     """``hayhooks run`` on ``folder`` with only ``settings``; returns (exit status, stderr, the URL it had)."""
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HAYHOOKS_", "ADAPTIVE_", "QDRANT_URL"))}
@@ -41,15 +43,15 @@ def _run(folder: Path, tmp_path: Path, **settings: str) -> tuple[int, str, str]:
 
 def _diagrams_only(tmp_path: Path) -> Path:
     folder = tmp_path / "pipelines"
-    shutil.copytree(REPO / "pipelines" / "diagrams", folder / "diagrams", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(WRAPPERS / "diagrams", folder / "diagrams", ignore=shutil.ignore_patterns("__pycache__"))
     return folder
 
 
 @pytest.mark.parametrize("folder", ["all", "diagrams only"])
 def test_no_settings_refuses_to_start_and_says_what_to_set(tmp_path: Path, folder: str) -> None:
-    """The README's `hayhooks run --pipelines-dir pipelines` with nothing set: it used to start with /deploy_files
-    open (the diagrams wrapper loaded)."""
-    code, stderr, url = _run(REPO / "pipelines" if folder == "all" else _diagrams_only(tmp_path), tmp_path)
+    """The README's `hayhooks run --pipelines-dir pipelines/serving/wrappers` with nothing set: it used to start with
+    /deploy_files open (the diagrams wrapper loaded)."""
+    code, stderr, url = _run(WRAPPERS if folder == "all" else _diagrams_only(tmp_path), tmp_path)
     assert code == 3, stderr[-3000:]  # uvicorn: "Application startup failed. Exiting."
     assert "Application startup failed" in stderr, stderr[-3000:]
     for setting in ("HAYHOOKS_DURABLE_MODE=true", "HAYHOOKS_CORS_ALLOW_ORIGINS='[]'", "adaptive-retrieval serve"):
@@ -79,6 +81,6 @@ def _message(stderr: str) -> str:
 
 def test_unsafe_server_error_is_not_an_exception() -> None:
     """The mechanism: Hayhooks' `except Exception` around setup() must not swallow it."""
-    from adaptive_retrieval.pipelines.security import UnsafeServerError
+    from adaptive_retrieval.pipelines.serving.security import UnsafeServerError
 
     assert issubclass(UnsafeServerError, BaseException) and not issubclass(UnsafeServerError, Exception)

@@ -50,7 +50,7 @@ def index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator
     another process can open it (one process owns an embedded index)."""
     from pydoc_data.topics import topics
 
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+    from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     root = tmp_path_factory.mktemp("index")
@@ -136,7 +136,7 @@ def test_hayhooks_deploy_yaml_serves_the_query_pipeline(index: dict[str, Path], 
     no request can index a server file; a web page on another origin cannot deploy code through the browser."""
     from browser import attack, browser_missing
 
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     hayhooks = str(Path(sys.executable).with_name("hayhooks"))
     port = free_port()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
-from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
+from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.store_config import in_process_location, make_store, release_in_process_stores
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline

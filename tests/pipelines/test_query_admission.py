@@ -1,4 +1,4 @@
-"""The per-process bound on queries that run at once (``pipelines/query_admission.py``), with real threads."""
+"""The per-process bound on queries that run at once (``pipelines/serving/query_admission.py``), with real threads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from adaptive_retrieval.pipelines.query_admission import CONCURRENCY_ENV, query_slot
+from adaptive_retrieval.pipelines.serving.query_admission import CONCURRENCY_ENV, query_slot
 
 
 def most_at_once(threads: int) -> int:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from fastapi import FastAPI, HTTPException
 
-from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy, host_name, is_loopback
+from adaptive_retrieval.pipelines.serving.security import GuardMiddleware, ServingPolicy, host_name, is_loopback
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-for-tests"
@@ -25,7 +25,7 @@ ALLOWED_ORIGIN = "http://localhost:5173"
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """``adaptive-retrieval serve``'s app over an empty store, with a token and one allowed browser origin."""
-    from adaptive_retrieval.pipelines.app import create_app, free_port, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, free_port, running_server
 
     folder = tmp_path_factory.mktemp("guarded")
     with pytest.MonkeyPatch.context() as mp:
@@ -108,7 +108,7 @@ def _inner_paths(app: FastAPI) -> set[str]:
 def test_dev_flag_brings_deploy_routes_back_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from adaptive_retrieval.pipelines.app import create_app
+    from adaptive_retrieval.pipelines.serving.app import create_app
 
     empty = tmp_path / "no-pipelines"
     empty.mkdir()
@@ -116,7 +116,7 @@ def test_dev_flag_brings_deploy_routes_back_with_a_warning(
     monkeypatch.delenv("ADAPTIVE_DEV_ALLOW_DEPLOY", raising=False)
     assert not {"/deploy_files", "/deploy-yaml", "/undeploy/{pipeline_name}"} & _inner_paths(create_app(empty))
     monkeypatch.setenv("ADAPTIVE_DEV_ALLOW_DEPLOY", "1")
-    with caplog.at_level("WARNING", logger="adaptive_retrieval.pipelines.app"):
+    with caplog.at_level("WARNING", logger="adaptive_retrieval.pipelines.serving.app"):
         paths = _inner_paths(create_app(empty))
     assert {"/deploy_files", "/deploy-yaml"} <= paths
     assert any("run code" in r.getMessage() for r in caplog.records), caplog.text
@@ -127,7 +127,7 @@ def test_dev_flag_brings_deploy_routes_back_with_a_warning(
 def test_component_spans_go_to_hayhooks_traces_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hayhooks.settings import settings
 
-    from adaptive_retrieval.pipelines.app import TRACE_SPANS_ENV, create_app
+    from adaptive_retrieval.pipelines.serving.app import TRACE_SPANS_ENV, create_app
 
     empty = tmp_path / "no-pipelines"
     empty.mkdir()
@@ -147,13 +147,15 @@ def test_component_spans_go_to_hayhooks_traces_only_when_asked(tmp_path: Path, m
 
 
 def test_server_errors_carry_no_paths() -> None:
-    from adaptive_retrieval.pipelines.app import free_port, running_server
+    from adaptive_retrieval.pipelines.serving.app import free_port, running_server
 
     app = FastAPI()
 
     @app.get("/boom")
     def boom() -> None:
-        raise HTTPException(status_code=500, detail=f"failed reading {REPO}/pipelines/query/pipeline_wrapper.py")
+        raise HTTPException(
+            status_code=500, detail=f"failed reading {REPO}/pipelines/serving/wrappers/query/pipeline_wrapper.py"
+        )
 
     @app.get("/crash")
     def crash() -> None:
@@ -175,8 +177,8 @@ def test_server_errors_carry_no_paths() -> None:
 def test_deliberate_server_errors_keep_their_reason() -> None:
     """A 507 or 503 raised on purpose (public_server_error) reaches the client with its reason and headers; a 503
     or 500 raised any other way is still replaced."""
-    from adaptive_retrieval.pipelines.app import free_port, running_server
-    from adaptive_retrieval.pipelines.security import PUBLIC_REASON_HEADER, public_server_error
+    from adaptive_retrieval.pipelines.serving.app import free_port, running_server
+    from adaptive_retrieval.pipelines.serving.security import PUBLIC_REASON_HEADER, public_server_error
 
     app = FastAPI()
 
@@ -237,7 +239,7 @@ def test_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_entry_points_keep_haystack_telemetry_off() -> None:
     code = (
-        "import adaptive_retrieval.pipelines.cli, adaptive_retrieval.pipelines.app\n"
+        "import adaptive_retrieval.pipelines.cli.main, adaptive_retrieval.pipelines.serving.app\n"
         "from haystack.telemetry import _telemetry\nprint(_telemetry.telemetry)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "HAYSTACK_TELEMETRY_ENABLED"}
@@ -246,7 +248,7 @@ def test_entry_points_keep_haystack_telemetry_off() -> None:
 
 
 def test_store_owner_file(tmp_path: Path) -> None:
-    from adaptive_retrieval.pipelines.ownership import (
+    from adaptive_retrieval.pipelines.processes.ownership import (
         StoreOwnedError,
         claim_store,
         owner_file,
@@ -300,6 +302,6 @@ def test_store_owner_file(tmp_path: Path) -> None:
     ],
 )
 def test_only_loopback_urls_may_receive_the_token(url: object, trusted: bool) -> None:
-    from adaptive_retrieval.pipelines.owner_client import loopback_url
+    from adaptive_retrieval.pipelines.processes.owner_client import loopback_url
 
     assert loopback_url(url) is trusted

@@ -28,6 +28,7 @@ from adaptive_retrieval.components.routing.profiles import INTENTS
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 
 REPO = Path(__file__).resolve().parents[2]
+WRAPPERS = REPO / "pipelines" / "serving" / "wrappers"  # the folder of Hayhooks wrappers, and nothing else
 CORPUS = {"try.txt": "try", "with.txt": "with", "lambda.md": "lambda", "import.txt": "import"}
 
 
@@ -46,7 +47,7 @@ def _store(path: Path) -> Any:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app of ``adaptive-retrieval serve`` on a free loopback port, with a small corpus uploaded over HTTP."""
-    from adaptive_retrieval.pipelines.app import create_app, free_port, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, free_port, running_server
 
     folder = tmp_path_factory.mktemp("served")
     with pytest.MonkeyPatch.context() as mp:
@@ -204,7 +205,7 @@ def test_openai_file_upload_indexes_the_file(served: dict[str, Any]) -> None:
 
 
 def test_diagram_routes_name_every_component(served: dict[str, Any]) -> None:
-    from adaptive_retrieval.pipelines.mermaid import diagram_counts
+    from adaptive_retrieval.pipelines.diagrams.mermaid import diagram_counts
 
     client = served["client"]
     registry = served["app"].state.pipeline_registry
@@ -305,7 +306,7 @@ def test_indexing_while_querying_loses_no_document(served: dict[str, Any]) -> No
 
 
 def _start_hayhooks(folder: Path, tmp_path: Path, **env_extra: str) -> tuple[subprocess.Popen, str]:
-    from adaptive_retrieval.pipelines.app import free_port
+    from adaptive_retrieval.pipelines.serving.app import free_port
 
     port = free_port()
     env = {**os.environ, "ADAPTIVE_QDRANT_PATH": str(tmp_path / "qdrant"), "HAYSTACK_TELEMETRY_ENABLED": "False"}
@@ -340,7 +341,7 @@ def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
     """``HAYHOOKS_DURABLE_MODE=true hayhooks run --pipelines-dir`` on a copy of ``pipelines/`` with bytecode and
     stray modules in it: the wrappers are served, the deploy routes are not."""
     folder = tmp_path / "pipelines"
-    shutil.copytree(REPO / "pipelines", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(WRAPPERS, folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "__pycache__").mkdir()
     (folder / "__pycache__" / "serving.cpython-311.pyc").write_bytes(b"\x00junk")
     (folder / "query" / "__pycache__").mkdir()
@@ -365,10 +366,10 @@ def test_hayhooks_run_discovers_the_wrappers(tmp_path: Path) -> None:
 def test_plain_hayhooks_run_serves_the_diagrams(tmp_path: Path) -> None:
     """``hayhooks run`` on a folder holding only the diagrams wrapper: mermaid text, an offline HTML page and a
     server-rendered SVG over ``POST /diagrams/run``."""
-    from adaptive_retrieval.pipelines.drawing import mermaid_texts
+    from adaptive_retrieval.pipelines.diagrams.drawing import mermaid_texts
 
     folder = tmp_path / "pipelines"
-    shutil.copytree(REPO / "pipelines" / "diagrams", folder / "diagrams", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(WRAPPERS / "diagrams", folder / "diagrams", ignore=shutil.ignore_patterns("__pycache__"))
     process, url = _start_hayhooks(folder, tmp_path, HAYHOOKS_DURABLE_MODE="true")
     try:
         assert _wait_status(process, url, 1).get("pipelines") == ["diagrams"]
@@ -396,7 +397,7 @@ def test_plain_hayhooks_run_serves_the_diagrams(tmp_path: Path) -> None:
 def test_plain_hayhooks_run_with_deploy_routes_refuses_to_start(tmp_path: Path) -> None:
     """Without ``HAYHOOKS_DURABLE_MODE`` Hayhooks keeps its deploy routes: the server does not start, and says what
     to set. (It used to start with the diagrams wrapper and ``/deploy_files`` open.)"""
-    process, url = _start_hayhooks(REPO / "pipelines", tmp_path)
+    process, url = _start_hayhooks(WRAPPERS, tmp_path)
     try:
         output, _ = process.communicate(timeout=300)
     except subprocess.TimeoutExpired:
@@ -422,7 +423,7 @@ def test_deploy_routes_are_absent_and_no_uploaded_code_runs(served: dict[str, An
     ]
     assert all(r.status_code in (404, 405) for r in attempts), [(r.status_code, r.text) for r in attempts]
     assert not marker.exists()
-    assert (REPO / "pipelines" / "query" / "pipeline_wrapper.py").is_file()
+    assert (WRAPPERS / "query" / "pipeline_wrapper.py").is_file()
     assert sorted(client.get("/status").json()["pipelines"]) == ["diagrams", "indexing", "query"]
     assert _query(client, "lambda expression")["documents"]
 
@@ -587,7 +588,7 @@ def test_delete_source_removes_file_chunks_summaries_and_graph(served: dict[str,
 
 
 def test_plain_hayhooks_run_refuses_a_token_it_cannot_enforce(tmp_path: Path) -> None:
-    process, _ = _start_hayhooks(REPO / "pipelines", tmp_path, HAYHOOKS_DURABLE_MODE="true", ADAPTIVE_API_TOKEN="t")
+    process, _ = _start_hayhooks(WRAPPERS, tmp_path, HAYHOOKS_DURABLE_MODE="true", ADAPTIVE_API_TOKEN="t")
     try:
         output, _ = process.communicate(timeout=180)
     except subprocess.TimeoutExpired:
@@ -698,7 +699,7 @@ def test_plain_hayhooks_run_agrees_with_serve_and_leaves_no_owner_file(tmp_path:
     signal it caught, so no `atexit` ran)."""
     import signal
 
-    process, url = _start_hayhooks(REPO / "pipelines", tmp_path, HAYHOOKS_DURABLE_MODE="true")
+    process, url = _start_hayhooks(WRAPPERS, tmp_path, HAYHOOKS_DURABLE_MODE="true")
     owner = tmp_path / "qdrant.server.json"
     try:
         status = _wait_status(process, url, 3)

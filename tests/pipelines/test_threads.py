@@ -8,7 +8,7 @@ import sys
 import pytest
 
 CHECK = (
-    "from adaptive_retrieval.pipelines.threads import limit_blas_threads\n"
+    "from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads\n"
     "from threadpoolctl import threadpool_info\n"
     "print(limit_blas_threads(), sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))"
 )

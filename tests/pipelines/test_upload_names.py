@@ -66,7 +66,7 @@ def test_unusable_names_are_refused(sent: Any) -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from hayhooks.server.pipelines.registry import registry
 
-    from adaptive_retrieval.pipelines.app import create_app, running_server
+    from adaptive_retrieval.pipelines.serving.app import create_app, running_server
 
     registry.clear()
     folder = tmp_path_factory.mktemp("upload-names")
@@ -145,9 +145,9 @@ def test_sources_are_deleted_by_their_uploaded_names(served: dict[str, Any]) -> 
 
 
 def test_the_cli_deletes_by_the_uploaded_name(tmp_path: Path) -> None:
-    from adaptive_retrieval.pipelines.cli import main
-    from adaptive_retrieval.pipelines.indexing_pipeline import index_paths
-    from adaptive_retrieval.pipelines.serving import save_upload, uploads_dir
+    from adaptive_retrieval.pipelines.cli.main import main
+    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines.serving.wrapper_support import save_upload, uploads_dir
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     store = tmp_path / "qdrant"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from adaptive_retrieval.pipelines.upload_queue import UploadQueue
+from adaptive_retrieval.pipelines.serving.upload_queue import UploadQueue
 
 
 def test_a_delete_runs_between_two_batches_of_a_running_upload() -> None:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from processes import stop
 
-from adaptive_retrieval.pipelines.app import free_port
+from adaptive_retrieval.pipelines.serving.app import free_port
 
 WORKER = "x-adaptive-worker"
 TOKEN = "workers-test-token"
@@ -312,9 +312,9 @@ def test_a_forwarded_writes_reason_reaches_the_client(tmp_path: Path) -> None:
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
 
-    from adaptive_retrieval.pipelines.app import running_server
-    from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy
-    from adaptive_retrieval.pipelines.workers import ForwardWrites
+    from adaptive_retrieval.pipelines.serving.app import running_server
+    from adaptive_retrieval.pipelines.serving.security import GuardMiddleware, ServingPolicy
+    from adaptive_retrieval.pipelines.serving.worker_app import ForwardWrites
 
     def worker(socket: Path) -> Starlette:
         return Starlette(

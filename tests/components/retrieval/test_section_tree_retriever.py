@@ -25,12 +25,8 @@ from adaptive_retrieval.components.retrieval.section_tree_retriever import (
     heading_matches_ref,
 )
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.pipelines.indexing_pipeline import (
-    build_indexing_pipeline,
-    delete_sources,
-    index_paths,
-    store_of,
-)
+from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, store_of
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline

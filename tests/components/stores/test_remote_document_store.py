@@ -21,7 +21,7 @@ from adaptive_retrieval.components.stores.remote_document_store import (
     RemoteDocumentStore,
     StoreHostUnavailableError,
 )
-from adaptive_retrieval.pipelines.store_host import StoreHost, serve_store
+from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetri
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, StoreFormatError
 from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
 from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch, vector_search
+from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 from adaptive_retrieval.pipelines.store_config import make_store
-from adaptive_retrieval.pipelines.store_host import StoreHost, serve_store
 
 CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
 

@@ -15,7 +15,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
 from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
 from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, VectorCache
-from adaptive_retrieval.pipelines.store_host import StoreHost, serve_store
+from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 
 LEVEL0 = {"field": "meta.level", "operator": "==", "value": 0}
 

@@ -3,7 +3,7 @@ server holds it sends its request to that server instead of opening the folder a
 
 Usage::
 
-    owner = store_owner(path)   # adaptive_retrieval.pipelines.ownership
+    owner = store_owner(path)   # adaptive_retrieval.pipelines.processes.ownership
     if owner:
         result = call_server(owner, "POST", "/query/run", json={"query": "what is MMR?"})
 """
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 
-#: The bearer token a served app requires when set (its check: :mod:`adaptive_retrieval.pipelines.security`); a
+#: The bearer token a served app requires when set (its check: :mod:`adaptive_retrieval.pipelines.serving.security`); a
 #: client sends it.
 TOKEN_ENV = "ADAPTIVE_API_TOKEN"
 

@@ -1,6 +1,7 @@
 """Hayhooks wrapper of the adaptive query pipeline (``yaml/query.yaml``).
 
-Served by ``hayhooks run --pipelines-dir pipelines`` (or ``adaptive-retrieval serve``) as ``POST /query/run``
+Served by ``hayhooks run --pipelines-dir pipelines/serving/wrappers`` (or ``adaptive-retrieval serve``) as
+``POST /query/run``
 (documents with routing, fusion, gate diagnostics and timings), ``POST /v1/chat/completions`` with
 ``model="query"`` (the retrieved context as the answer; no LLM needed) and the MCP tool ``query``.
 
@@ -12,7 +13,7 @@ Usage::
 from __future__ import annotations
 
 # First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
-import adaptive_retrieval.pipelines.serving  # noqa: F401
+import adaptive_retrieval.pipelines.serving.wrapper_support  # noqa: F401
 
 # isort: split
 
@@ -23,10 +24,15 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from starlette.datastructures import Headers
 
-from adaptive_retrieval.pipelines.query_admission import query_slot
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query, without_answer
-from adaptive_retrieval.pipelines.security import guard_request
-from adaptive_retrieval.pipelines.serving import QueryResponse, context_text, last_user_text, load_served_pipeline
+from adaptive_retrieval.pipelines.serving.query_admission import query_slot
+from adaptive_retrieval.pipelines.serving.security import guard_request
+from adaptive_retrieval.pipelines.serving.wrapper_support import (
+    QueryResponse,
+    context_text,
+    last_user_text,
+    load_served_pipeline,
+)
 from adaptive_retrieval.pipelines.validation import IncludeEmbeddings, NoFilters, QueryText, TopK, check_top_k
 
 logger = logging.getLogger(__name__)

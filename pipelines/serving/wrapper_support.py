@@ -1,12 +1,12 @@
 """What the Hayhooks wrappers share: response models with the diagnostics, upload handling, chat context.
 
-The wrappers in ``pipelines/query`` and ``pipelines/indexing`` stay thin; the logic lives here so that the
-REST app, the CLI and the tests use one implementation.
+The wrappers in ``pipelines/serving/wrappers/query`` and ``pipelines/serving/wrappers/indexing`` stay thin; the
+logic lives here so that the REST app, the CLI and the tests use one implementation.
 
 Usage::
 
     from adaptive_retrieval.pipelines.query_pipeline import run_query
-    from adaptive_retrieval.pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
 
     response = QueryResponse.from_result(run_query(pipeline, "What does Section 3.2 say?"))
     response.intent, response.weights, response.documents[0].provenance
@@ -24,7 +24,7 @@ import numpy as np
 from haystack import Document, Pipeline
 from pydantic import BaseModel, ConfigDict, Field
 
-import adaptive_retrieval.pipelines.drawing
+import adaptive_retrieval.pipelines.diagrams.drawing
 import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
 
 # Hayhooks imports the wrapper modules in parallel threads, and two threads importing qdrant_client's circular
@@ -46,9 +46,9 @@ _SETUP_LOCK = threading.Lock()
 def load_served_pipeline(name: str) -> Pipeline:
     """``yaml/<name>.yaml`` loaded (store from ``$QDRANT_URL`` / ``$ADAPTIVE_QDRANT_PATH``) and warmed up, one
     wrapper at a time."""
-    from adaptive_retrieval.pipelines.ownership import claim_served_store
-    from adaptive_retrieval.pipelines.security import require_safe_hayhooks
-    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.serving.security import require_safe_hayhooks
+    from adaptive_retrieval.pipelines.serving.served_store import claim_served_store
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     require_safe_hayhooks()

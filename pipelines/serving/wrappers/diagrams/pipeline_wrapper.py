@@ -1,11 +1,11 @@
 """Hayhooks wrapper that serves the mermaid diagrams of both pipelines (no pipeline of its own).
 
-It is how plain ``hayhooks run --pipelines-dir pipelines`` serves the diagrams (a wrapper adds only its
+It is how plain ``hayhooks run --pipelines-dir pipelines/serving/wrappers`` serves the diagrams (a wrapper adds only its
 ``POST /{name}/run`` route): ``POST /diagrams/run`` answers ``{"indexing": "<mermaid>", "query": "<mermaid>"}``;
 ``"format": "html"`` a self-contained page (mermaid.js inlined from the local ``node_modules``) that renders them in
 a browser; ``"format": "svg"`` one pipeline's SVG rendered on the server by mermaid-cli and kept in this process's
 memory. ``"detail": "sockets"`` draws every connection instead of the overview. The app of
-``adaptive-retrieval serve`` also has browser-friendly ``GET /diagrams`` routes (see ``pipelines/app.py``);
+``adaptive-retrieval serve`` also has browser-friendly ``GET /diagrams`` routes (see ``pipelines/serving/app.py``);
 Haystack's own ``/draw`` route calls a web service and fails offline.
 
 Usage::
@@ -19,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 # First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
-import adaptive_retrieval.pipelines.serving  # noqa: F401
+import adaptive_retrieval.pipelines.serving.wrapper_support  # noqa: F401
 
 # isort: split
 
@@ -30,14 +30,14 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from hayhooks import BasePipelineWrapper
 from starlette.datastructures import Headers
 
-from adaptive_retrieval.pipelines.drawing import (
+from adaptive_retrieval.pipelines.diagrams.drawing import (
     PIPELINE_NAMES,
     RendererNotInstalledError,
     html_page,
     mermaid_texts,
     rendered_svg,
 )
-from adaptive_retrieval.pipelines.security import guard_request, require_safe_hayhooks
+from adaptive_retrieval.pipelines.serving.security import guard_request, require_safe_hayhooks
 
 
 class PipelineWrapper(BasePipelineWrapper):

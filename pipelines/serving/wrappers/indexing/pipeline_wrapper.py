@@ -12,7 +12,7 @@ Usage::
 from __future__ import annotations
 
 # First and alone: loads the heavy stack under one import lock (Hayhooks deploys wrappers in parallel threads).
-import adaptive_retrieval.pipelines.serving  # noqa: F401
+import adaptive_retrieval.pipelines.serving.wrapper_support  # noqa: F401
 
 # isort: split
 
@@ -30,10 +30,19 @@ from starlette.datastructures import Headers
 from adaptive_retrieval.components.indexing.manifest import read_manifests
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
-from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 from adaptive_retrieval.pipelines.limits import Limits
-from adaptive_retrieval.pipelines.security import guard_request, is_guarded, public_server_error
-from adaptive_retrieval.pipelines.serving import (
+from adaptive_retrieval.pipelines.serving.security import guard_request, is_guarded, public_server_error
+from adaptive_retrieval.pipelines.serving.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
+from adaptive_retrieval.pipelines.serving.upload_undo import (
+    clear_stale_backups,
+    forget_backups,
+    full_disk_message,
+    save_uploads,
+    take_back,
+)
+from adaptive_retrieval.pipelines.serving.wrapper_support import (
     IndexResponse,
     Replacement,
     StoredUpload,
@@ -44,14 +53,6 @@ from adaptive_retrieval.pipelines.serving import (
     uploads_dir,
 )
 from adaptive_retrieval.pipelines.upload_names import upload_base_name
-from adaptive_retrieval.pipelines.upload_queue import QueueFullError, TimeBudgetError, UploadQueue
-from adaptive_retrieval.pipelines.upload_undo import (
-    clear_stale_backups,
-    forget_backups,
-    full_disk_message,
-    save_uploads,
-    take_back,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
     def delete_sources(self, names: list[str]) -> list[dict]:
         """Delete sources (upload file names or stored paths): their chunks, summaries, graph records and uploaded
-        files; served as ``DELETE /sources`` by ``adaptive_retrieval.pipelines.app``.
+        files; served as ``DELETE /sources`` by ``adaptive_retrieval.pipelines.serving.app``.
 
         :raises SourceNotFoundError: when a name matches nothing (nothing is deleted then).
         """

@@ -11,7 +11,7 @@ command that then does unbounded work (indexing many files, calibrating, serving
 :func:`resume`, which moves everything that exists by then into the collector's permanent generation
 (:func:`gc.freeze`: still freed by reference counting, never walked again) and turns collection back on; short
 commands (``query``, ``stats``, ``delete``) finish paused. :func:`before_exit` freezes again, so finalisation
-does not walk the whole heap once more. Calling :func:`~adaptive_retrieval.pipelines.cli.main` from Python
+does not walk the whole heap once more. Calling :func:`~adaptive_retrieval.pipelines.cli.main.main` from Python
 (tests, scripts) pauses nothing: :func:`resume` only undoes a pause that :func:`pause` made.
 
 A serving process (``serve``, each worker and the store host of ``serve --workers N``) calls :func:`for_serving`

@@ -9,7 +9,8 @@ The policy comes from the environment (see README "Serving securely"):
   ``/openapi.json``) stay open: they describe the API and hold no data.
 - ``ADAPTIVE_CORS_ORIGINS``: comma-separated origins allowed to call the API from a browser (default: none). A
   write (any method but GET/HEAD/OPTIONS) that a page of any other origin sends is refused with 403
-  (:mod:`~adaptive_retrieval.pipelines.cross_site`); the server's own pages (``/docs``, ``/diagrams``) may write.
+  (:mod:`~adaptive_retrieval.pipelines.serving.cross_site`); the server's own pages (``/docs``, ``/diagrams``) may
+  write.
 - ``ADAPTIVE_ALLOWED_HOSTS``: comma-separated ``Host`` names accepted besides the loopback names; when the server
   is bound to loopback, any other ``Host`` is refused (421), which stops DNS rebinding.
 - ``ADAPTIVE_DEV_ALLOW_DEPLOY=1``: development only, brings back Hayhooks' ``/deploy_files``, ``/deploy-yaml`` and
@@ -35,8 +36,8 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.pipelines.cross_site import cross_site_problem
-from adaptive_retrieval.pipelines.owner_client import TOKEN_ENV
+from adaptive_retrieval.pipelines.processes.owner_client import TOKEN_ENV
+from adaptive_retrieval.pipelines.serving.cross_site import cross_site_problem
 
 logger = logging.getLogger(__name__)
 

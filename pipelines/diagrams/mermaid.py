@@ -15,7 +15,7 @@ Three levels of detail, all read from ``pipeline.graph`` (nothing about a pipeli
 
 Usage::
 
-    from adaptive_retrieval.pipelines.mermaid import pipeline_to_mermaid
+    from adaptive_retrieval.pipelines.diagrams.mermaid import pipeline_to_mermaid
 
     print(pipeline_to_mermaid(pipeline))                      # overview
     print(pipeline_to_mermaid(pipeline, detail="sockets"))    # every connection

@@ -14,7 +14,7 @@ server, each worker, the store host) before anything imports Haystack.
 
 Usage::
 
-    from adaptive_retrieval.pipelines.torch_free import import_haystack_without_torch
+    from adaptive_retrieval.pipelines.processes.torch_free import import_haystack_without_torch
 
     import_haystack_without_torch()  # first, before any module that imports Haystack
 """

@@ -13,31 +13,25 @@ owner file) and serves two private Unix sockets in a folder only its user can en
 With ``$QDRANT_URL`` there is no shard to own: the host serves only ``http.sock`` (the workers search the Qdrant
 server themselves) and stays the one indexer, as the crash-safety reconciliation needs.
 
-Run by :mod:`adaptive_retrieval.pipelines.workers` (which imports Haystack without torch first), not by hand::
-
-    python -m adaptive_retrieval.pipelines.workers host --runtime DIR --host 127.0.0.1 --port 1416
+Its process is :mod:`adaptive_retrieval.pipelines.serving.store_host_app` (which imports Haystack without torch
+first), run by the supervisor of :mod:`adaptive_retrieval.pipelines.processes.workers`.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import socket
 import socketserver
-import sys
 import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
 from adaptive_retrieval.components.stores.locations import qdrant_folder
 from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
 from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
-from adaptive_retrieval.pipelines import garbage_collection
-from adaptive_retrieval.pipelines.process_group import HTTP_SOCKET, STORE_SOCKET, die_with_parent, private_pipelines_dir
 
 logger = logging.getLogger(__name__)
 
@@ -159,52 +153,3 @@ def bind_private_socket(path: Path) -> socket.socket:
         os.umask(old)
     sock.listen(128)
     return sock
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the store host until stopped (SIGTERM/SIGINT), or until the process that started it dies."""
-    parser = argparse.ArgumentParser(description="store host of `adaptive-retrieval serve --workers N`")
-    parser.add_argument("--runtime", required=True, help="private folder for the sockets (0700)")
-    parser.add_argument("--host", required=True, help="public interface the workers serve")
-    parser.add_argument("--port", type=int, required=True, help="public port the workers serve")
-    parser.add_argument("--pipelines-dir", default=None)
-    args = parser.parse_args(argv)
-    die_with_parent()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s store-host %(levelname)s %(name)s: %(message)s")
-
-    import uvicorn
-
-    from adaptive_retrieval.pipelines.app import PIPELINES_DIR, create_app
-    from adaptive_retrieval.pipelines.request_logs import quiet_request_logs
-    from adaptive_retrieval.pipelines.store_config import QDRANT_URL_ENV
-
-    quiet_request_logs()
-
-    runtime = Path(args.runtime)
-    server = None
-    if not settings.text(QDRANT_URL_ENV):
-        server = serve_store(StoreHost(qdrant_folder(None)), runtime / STORE_SOCKET)
-    # Bound before the app loads its pipeline: a forwarded upload waits in the backlog instead of being refused.
-    listener = bind_private_socket(runtime / HTTP_SOCKET)
-    source = Path(args.pipelines_dir or PIPELINES_DIR).resolve()
-    app = create_app(private_pipelines_dir(runtime, ["indexing"], source), host=args.host, port=args.port)
-    garbage_collection.for_serving()
-    try:
-        # Only this user's workers reach the private socket: trust the scheme they forward (see workers.ForwardWrites).
-        uvicorn.run(
-            app,
-            fd=listener.fileno(),
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=30,
-            forwarded_allow_ips="*",
-        )
-    finally:
-        if server is not None:
-            server.shutdown()
-            server.host.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,17 +3,17 @@
 ``create_app`` builds Hayhooks' app with the pipeline set fixed at start-up (no ``/deploy_files``,
 ``/deploy-yaml``, ``/undeploy``), and wraps it with: MCP at ``/mcp`` (the ``query`` tool only, on the same
 pipelines and store), ``DELETE /sources``, Swagger UI at ``/docs`` served from a package (offline), and
-:class:`~adaptive_retrieval.pipelines.security.GuardMiddleware` (optional bearer token, Host check, CORS allow-list, no
-cross-site writes, no server paths in 5xx bodies) and
-:class:`~adaptive_retrieval.pipelines.request_checks.RequestChecks` (no unknown JSON fields, no chat with a model
-that cannot chat). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the
+:class:`~adaptive_retrieval.pipelines.serving.security.GuardMiddleware` (optional bearer token, Host check, CORS
+allow-list, no cross-site writes, no server paths in 5xx bodies) and
+:class:`~adaptive_retrieval.pipelines.serving.request_checks.RequestChecks` (no unknown JSON fields, no chat with a
+model that cannot chat). ``GET /diagrams`` is an HTML page rendering both pipelines with mermaid.js served from the
 local ``node_modules``; ``GET /diagrams/{name}.mmd`` is the mermaid text and ``GET /diagrams/{name}.svg`` an SVG
 rendered on the server by mermaid-cli (kept in memory); ``?detail=sockets`` draws every connection instead of the
 overview. ``adaptive-retrieval serve`` runs this app.
 
 Usage::
 
-    from adaptive_retrieval.pipelines.app import create_app
+    from adaptive_retrieval.pipelines.serving.app import create_app
     import uvicorn
 
     uvicorn.run(create_app(host="127.0.0.1", port=1416), host="127.0.0.1", port=1416)
@@ -44,7 +44,7 @@ from fastapi.responses import (
 )
 
 from adaptive_retrieval.components import settings as app_settings
-from adaptive_retrieval.pipelines.drawing import (
+from adaptive_retrieval.pipelines.diagrams.drawing import (
     DETAILS,
     PIPELINE_NAMES,
     RendererNotInstalledError,
@@ -53,13 +53,14 @@ from adaptive_retrieval.pipelines.drawing import (
     mermaid_texts,
     rendered_svg,
 )
-from adaptive_retrieval.pipelines.request_logs import access_log_on
+from adaptive_retrieval.pipelines.serving.request_logs import access_log_on
 
 logger = logging.getLogger(__name__)
 
 #: Hayhooks' own setting: copy every component run's span into the buffer of ``/traces`` (off here unless set).
 TRACE_SPANS_ENV = "HAYHOOKS_TRACING_INCLUDE_HAYSTACK_SPANS"
-PIPELINES_DIR = Path(__file__).resolve().parent
+#: The folder of Hayhooks wrappers served by default: it holds only them (Hayhooks serves every folder in it).
+PIPELINES_DIR = Path(__file__).resolve().parent / "wrappers"
 
 
 def _text(name: str, detail: str) -> str:
@@ -191,8 +192,8 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     """The served app: Hayhooks' app for the wrappers under ``pipelines_dir`` (default: this package's folder)
     with the pipeline set fixed at start-up (no deploy/undeploy routes), plus ``/diagrams``, ``DELETE /sources``,
     MCP at ``/mcp`` (same process, same pipelines and store) and offline ``/docs``, behind
-    :class:`~adaptive_retrieval.pipelines.security.GuardMiddleware` (token, Host check, CORS allow-list, no paths in 5xx
-    bodies).
+    :class:`~adaptive_retrieval.pipelines.serving.security.GuardMiddleware` (token, Host check, CORS allow-list, no
+    paths in 5xx bodies).
 
     ``host`` and ``port`` are where it will be served: the Host check follows ``host`` and the store's owner
     file records the URL. The policy comes from the environment (:meth:`ServingPolicy.from_env`).
@@ -202,10 +203,10 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     from hayhooks.settings import settings
     from pydantic import SecretStr
 
-    from adaptive_retrieval.pipelines.mcp_app import McpEndpoint
-    from adaptive_retrieval.pipelines.ownership import local_store_path, release_store
-    from adaptive_retrieval.pipelines.request_checks import RequestChecks
-    from adaptive_retrieval.pipelines.security import GuardMiddleware, ServingPolicy, is_loopback, mark_guarded
+    from adaptive_retrieval.pipelines.processes.ownership import local_store_path, release_store
+    from adaptive_retrieval.pipelines.serving.mcp_app import McpEndpoint
+    from adaptive_retrieval.pipelines.serving.request_checks import RequestChecks
+    from adaptive_retrieval.pipelines.serving.security import GuardMiddleware, ServingPolicy, is_loopback, mark_guarded
 
     policy = ServingPolicy.from_env(host)
     settings.pipelines_dir = str(Path(pipelines_dir or PIPELINES_DIR).resolve())

@@ -14,6 +14,7 @@ Usage::
     adaptive-retrieval stats --store .adaptive/qdrant  # per source: chunks, summaries, graph chunks, state
     adaptive-retrieval serve --port 1416             # Hayhooks REST app, read-only (+ /mcp, /diagrams)
     adaptive-retrieval draw --out build/diagrams --format mmd svg png html
+    adaptive-retrieval --version
 """
 
 from __future__ import annotations
@@ -26,9 +27,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
-from adaptive_retrieval.pipelines import garbage_collection
-from adaptive_retrieval.pipelines.cli_args import checked, whole_number
-from adaptive_retrieval.pipelines.cli_commands import (
+from adaptive_retrieval.pipelines.cli.args import checked, whole_number
+from adaptive_retrieval.pipelines.cli.commands import (
     EXIT_ERROR,
     cmd_calibrate,
     cmd_delete,
@@ -38,10 +38,18 @@ from adaptive_retrieval.pipelines.cli_commands import (
     cmd_serve,
     cmd_stats,
 )
-from adaptive_retrieval.pipelines.cli_format import error_line
-from adaptive_retrieval.pipelines.model_commands import add_models_parser
+from adaptive_retrieval.pipelines.cli.format import error_line
+from adaptive_retrieval.pipelines.cli.model_commands import add_models_parser
+from adaptive_retrieval.pipelines.processes import garbage_collection
 
 EXIT_INTERRUPTED = 130
+
+
+def package_version() -> str:
+    """The installed distribution's version (what ``pip`` installed), from its metadata."""
+    from importlib.metadata import version
+
+    return version("adaptive-retrieval")
 
 
 def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -61,12 +69,13 @@ def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and ``--help``)."""
-    from adaptive_retrieval.pipelines.drawing import DETAILS, FORMATS, PIPELINE_NAMES
+    from adaptive_retrieval.pipelines.diagrams.drawing import DETAILS, FORMATS, PIPELINE_NAMES
 
     parser = argparse.ArgumentParser(
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="{index,query,delete,stats,calibrate,serve,draw,models}"
     )
@@ -153,7 +162,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         build_parser().error("--queries must be at least 2")
     if getattr(args, "batch_files", 1) < 1:
         build_parser().error("--batch-files must be at least 1")
-    from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
 
     # A failing component makes Haystack build a debugging snapshot of the run (saved only on request) and warn
     # about every input it cannot serialise: noise around the one error line printed below.

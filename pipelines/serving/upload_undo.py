@@ -20,7 +20,7 @@ from typing import Any
 from adaptive_retrieval.components.indexing.manifest import read_manifests
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
-from adaptive_retrieval.pipelines.serving import write_upload
+from adaptive_retrieval.pipelines.serving.wrapper_support import write_upload
 
 
 def backup_of(path: Path) -> Path:

@@ -28,7 +28,7 @@ from typing import Any
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.stores.store_errors import StoreError
-from adaptive_retrieval.pipelines.owner_client import loopback_url
+from adaptive_retrieval.pipelines.processes.owner_client import loopback_url
 
 logger = logging.getLogger(__name__)
 
@@ -196,44 +196,6 @@ def release_store(store_path: str | Path) -> None:
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         if int(json.loads(file.read_text(encoding="utf-8"))["pid"]) == os.getpid():
             file.unlink()
-
-
-def served_url() -> str:
-    """The URL this process serves at, from Hayhooks' settings (``hayhooks run`` and ``create_app`` set them);
-    a wildcard bind is reached through loopback."""
-    from haystack.lazy_imports import LazyImport
-
-    from adaptive_retrieval.components.extras import install_hint
-
-    with LazyImport(install_hint("serve")) as serve_import:
-        from hayhooks.settings import settings
-    serve_import.check()
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{settings.port}"
-
-
-def claim_served_store() -> Path | None:
-    """Claim the local store the served pipelines open (none for a store on a server).
-
-    Under plain ``hayhooks run`` no lifespan of this package's runs at shutdown, and uvicorn ends the process with
-    the SIGTERM it caught (no ``atexit``): a small process removes the file once this one has exited
-    (:func:`remove_when_gone`). ``adaptive-retrieval serve`` removes it in its app's lifespan.
-
-    :raises StoreOwnedError: when another live process serves it.
-    """
-    from adaptive_retrieval.pipelines.security import is_guarded
-    from adaptive_retrieval.pipelines.store_config import STORE_SOCKET_ENV
-
-    if settings.text(STORE_SOCKET_ENV):  # a worker of `serve --workers N`: the store host owns the store
-        return None
-    path = local_store_path()
-    if path is None:
-        return None
-    file = claim_store(path, served_url())
-    if not is_guarded():
-        remove_when_gone(file)
-    return file
 
 
 #: The process that waits for this one to exit, then removes the owner file if it still names this process. It

@@ -1,5 +1,5 @@
 """The commands of ``adaptive-retrieval`` (index, query, delete, calibrate, serve, stats, draw): what each does
-once its arguments are parsed (:mod:`adaptive_retrieval.pipelines.cli` parses them and reports errors).
+once its arguments are parsed (:mod:`adaptive_retrieval.pipelines.cli.main` parses them and reports errors).
 
 Each command imports what it needs when it runs, so that ``--help`` and the commands that need no pipeline
 never import Haystack.
@@ -18,11 +18,11 @@ from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.stores.locations import QDRANT_PATH_ENV as STORE_PATH_ENV
 from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
-from adaptive_retrieval.pipelines import garbage_collection
-from adaptive_retrieval.pipelines.cli_format import print_query, print_stats
-from adaptive_retrieval.pipelines.owner_client import ServerCallError, answer_field
-from adaptive_retrieval.pipelines.owner_client import call_server as _call_server
-from adaptive_retrieval.pipelines.owner_client import owned_message as _owned_message
+from adaptive_retrieval.pipelines.cli.format import print_query, print_stats
+from adaptive_retrieval.pipelines.processes import garbage_collection
+from adaptive_retrieval.pipelines.processes.owner_client import ServerCallError, answer_field
+from adaptive_retrieval.pipelines.processes.owner_client import call_server as _call_server
+from adaptive_retrieval.pipelines.processes.owner_client import owned_message as _owned_message
 
 #: Exit status of a command that failed (the parser exits 2 for usage errors).
 EXIT_ERROR = 1
@@ -50,7 +50,7 @@ def _model_arg(model: str) -> str:
 
 def _store_owner(args: argparse.Namespace) -> dict[str, Any] | None:
     """The live server that owns the local store this command would open (``None``: nobody, or a store server)."""
-    from adaptive_retrieval.pipelines.ownership import local_store_path, store_owner
+    from adaptive_retrieval.pipelines.processes.ownership import local_store_path, store_owner
 
     if getattr(args, "url", None):
         return None
@@ -81,8 +81,10 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     from haystack.core.errors import PipelineRuntimeError
     from haystack.document_stores.errors import DocumentStoreError
 
+    from adaptive_retrieval.pipelines.file_types import SUPPORTED_SUFFIXES
     from adaptive_retrieval.pipelines.file_walk import find_files
-    from adaptive_retrieval.pipelines.indexing_pipeline import SUPPORTED_SUFFIXES, index_paths, store_of
+    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines.indexing_pipeline import store_of
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     try:
@@ -159,7 +161,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     """Retrieve passages for a question and show the routing diagnostics."""
     from adaptive_retrieval.pipelines.query_pipeline import run_query
-    from adaptive_retrieval.pipelines.serving import QueryResponse
+    from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
     from adaptive_retrieval.pipelines.validation import check_query
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
@@ -201,7 +203,7 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
             raise ServerCallError(msg)
     else:
         from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
-        from adaptive_retrieval.pipelines.serving import uploads_dir
+        from adaptive_retrieval.pipelines.serving.wrapper_support import uploads_dir
         from adaptive_retrieval.pipelines.sources import SourceNotFoundError, delete_sources
         from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
@@ -261,20 +263,20 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Serve the wrappers under ``pipelines/`` read-only with Hayhooks, plus MCP at ``/mcp`` and ``/diagrams``
     (see README "Serving securely" for the token, CORS and Host settings)."""
-    from adaptive_retrieval.pipelines.torch_free import import_haystack_without_torch
+    from adaptive_retrieval.pipelines.processes.torch_free import import_haystack_without_torch
 
     import_haystack_without_torch()  # this process serves: before anything imports Haystack
     from haystack.lazy_imports import LazyImport
 
     from adaptive_retrieval.components.extras import install_hint
-    from adaptive_retrieval.pipelines.request_logs import quiet_request_logs
+    from adaptive_retrieval.pipelines.serving.request_logs import quiet_request_logs
 
     quiet_request_logs()  # before Hayhooks is imported: it reads its log level then
     with LazyImport(install_hint("serve")) as serve_import:
         from hayhooks.server.app import run_app
         from hayhooks.server.exceptions import PipelineModuleLoadError
 
-        from adaptive_retrieval.pipelines.app import create_app
+        from adaptive_retrieval.pipelines.serving.app import create_app
     serve_import.check()
 
     # The wrappers load their pipelines inside the server: they read the store from the environment.
@@ -286,8 +288,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         os.environ.pop(QDRANT_URL_ENV, None)
     if owner := _store_owner(args):
         raise CliError(f"{_owned_message(owner)}: stop it first, or serve another --store")
+    from adaptive_retrieval.pipelines.processes.workers import WorkersError, default_workers, serve_workers
     from adaptive_retrieval.pipelines.store_config import in_process_location
-    from adaptive_retrieval.pipelines.workers import WorkersError, default_workers, serve_workers
 
     workers = args.workers or default_workers()
     if workers > 1 and (url := settings.text(QDRANT_URL_ENV)) and in_process_location(url):
@@ -384,7 +386,7 @@ def _verify(args: argparse.Namespace, store: Any, graph: Any, stats: dict[str, A
 
 def cmd_draw(args: argparse.Namespace, out: TextIO) -> int:
     """Write the pipelines' mermaid text and render it offline (SVG/PNG/PDF, HTML page)."""
-    from adaptive_retrieval.pipelines.drawing import draw_pipelines
+    from adaptive_retrieval.pipelines.diagrams.drawing import draw_pipelines
 
     for path in draw_pipelines(args.out, names=args.pipeline, formats=args.format, details=args.detail):
         print(path, file=out)

@@ -7,7 +7,7 @@ locally. ``scripts/setup`` installs the renderer: ``apt-get install chromium`` a
 
 Usage::
 
-    from adaptive_retrieval.pipelines.drawing import draw_pipelines, mermaid_texts
+    from adaptive_retrieval.pipelines.diagrams.drawing import draw_pipelines, mermaid_texts
 
     texts = mermaid_texts()                                  # {"indexing": "flowchart TD ...", "query": ...}
     sockets = mermaid_texts(detail="sockets")                # every socket-level connection
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PIPELINE_NAMES = ("indexing", "query")
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Where ``npm ci`` puts the renderer; ``$ADAPTIVE_NODE_MODULES`` points elsewhere.
 NODE_MODULES_ENV = "ADAPTIVE_NODE_MODULES"
 #: Chromium binary for mermaid-cli (the variable puppeteer itself reads); default: ``chromium`` on ``$PATH``.
@@ -48,7 +48,8 @@ FORMATS = ("mmd", "svg", "png", "pdf", "html")
 #: Page width (CSS px) mermaid-cli renders on; wider diagrams would be scaled down (the query pipeline's socket
 #: diagram, six channels side by side, is about 4,200 px).
 PAGE_WIDTH = 6144
-#: Levels of detail (see :mod:`adaptive_retrieval.pipelines.mermaid`); kept here so ``--help`` needs no Haystack.
+#: Levels of detail (see :mod:`~adaptive_retrieval.pipelines.diagrams.mermaid`); kept here so ``--help`` needs no
+#: Haystack.
 DETAILS = ("overview", "sockets", "haystack")
 Detail = Literal["overview", "sockets", "haystack"]
 #: Chromium flags for mermaid-cli: offline. ``--no-sandbox``: CI and containers run as root, where chromium refuses
@@ -125,7 +126,7 @@ def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, detail: Detail = "overv
     :param detail: ``overview`` (grouped, for reading at a glance), ``sockets`` (every connection) or ``haystack``
         (Haystack's own text, with socket types).
     """
-    from adaptive_retrieval.pipelines.mermaid import pipeline_to_mermaid
+    from adaptive_retrieval.pipelines.diagrams.mermaid import pipeline_to_mermaid
 
     return {Path(str(n)).stem: pipeline_to_mermaid(pipeline_for_drawing(n), detail=detail) for n in names}
 
