@@ -4,7 +4,8 @@
 their signals (:func:`~adaptive_retrieval.pipelines.gate_calibration.collect_signals`); this module turns them into
 the model the gate reads: the logistic weights over :data:`FITTED` pulled towards the prior (:data:`DEFAULT_L2`),
 the pass threshold that keeps the prior's operating point (:func:`pass_threshold`), the ``asked_threshold``
-(:func:`~adaptive_retrieval.components.gating.calibration.fit_asked_threshold`) and the report.
+(the prior's on every index; :func:`~adaptive_retrieval.components.gating.calibration.asked_check_report` says how
+it treats the index's pseudo-queries) and the report.
 
 Usage::
 
@@ -20,10 +21,9 @@ from typing import Any
 import numpy as np
 
 from adaptive_retrieval.components.gating.calibration import (
+    asked_check_report,
     auroc,
-    fit_asked_threshold,
     fit_logistic,
-    load_prior,
     predict,
     youden_threshold,
 )
@@ -87,8 +87,9 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     prior_quality = predict(prior["bias"], prior_w, x)
     cut = pass_threshold(quality, y, prior_quality, prior["pass_threshold"])
     cv = _cross_validate(x, y, group, l2, prior_w, prior_quality, prior["pass_threshold"])
-    min_rejection = float(prior.get("asked_min_rejection", load_prior()["asked_min_rejection"]))
-    asked, asked_report = fit_asked_threshold(samples["asked"], prior.get("asked_threshold") or 0.0, min_rejection)
+    # The asked check keeps the prior's threshold on every index (see asked_check_report for why).
+    asked = {"asked_threshold": float(prior.get("asked_threshold") or 0.0)}
+    asked_report = asked_check_report(samples["asked"], asked["asked_threshold"])
     kinds: dict[str, int] = defaultdict(int)
     for q in samples["queries"]:
         kinds[q.kind] += 1
