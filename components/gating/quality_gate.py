@@ -43,7 +43,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict, import_class_by_name
 
-from adaptive_retrieval.components.gating.answerability import missing_asked
+from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
 from adaptive_retrieval.components.gating.calibration import load_calibration, load_prior, store_calibration_file
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals, missing_names
@@ -432,9 +432,16 @@ class QualityGate:
     def explain(self, documents: list[Document], query: str, decision: str, quality: float) -> Verdict:
         """The verdict a person reads (:func:`~adaptive_retrieval.components.gating.verdict.verdict`): found /
         not found / uncertain and why, naming the question's names and asked words that no passage holds."""
-        names = missing_names(documents, query)
-        vectors = self._vectors if self.asked_floor < 1.0 else None
-        asked = missing_asked(documents, query, query_names(query), vectors, self.asked_floor) if not names else []
+        names = missing_names(documents, query) if decision != "pass" else []
+        asked: list[str] = []
+        if decision != "pass" and not names and self.asked_threshold > 0:
+            # Named as missing only when the asked check is what held the list back: otherwise the evidence as a
+            # whole was weak (uncertain), and words a passage lacks are not the reason.
+            names_of = query_names(query)
+            vectors = self._vectors if self.asked_floor < 1.0 else None
+            held = asked_coverage(documents, query, names_of, vectors, self.asked_floor, self.asked_threshold)
+            if held < self.asked_threshold:
+                asked = missing_asked(documents, query, names_of, vectors, self.asked_floor)
         top = documents[0].meta if documents else {}
         where = top.get("section") or top.get("title") or top.get("source")
         return verdict(

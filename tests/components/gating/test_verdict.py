@@ -74,3 +74,6 @@ class TestGateVerdict:
         # missing, so the gate is uncertain rather than "not found".
         held = gate.run(documents=HANDBOOK, query="How many days of paid vacation do employees receive?")
         assert held["decision"] == "insufficient" and held["verdict"] == "uncertain"
+        # A word no passage holds is not the reason while the asked check itself is met (here 3 of 4 words).
+        most = gate.run(documents=HANDBOOK, query="How many days of paid annual vacation do employees receive?")
+        assert most["signals"]["asked"] >= gate.asked_threshold and most["verdict"] == "uncertain"
