@@ -199,14 +199,21 @@ def store_calibration_file(document_store: Any) -> Path | None:
 
 
 def save_calibration(path: str | Path, data: dict[str, Any]) -> Path:
-    """Write ``data`` (validated; extra keys such as the report are kept) atomically to ``path``."""
+    """Write ``data`` (validated; extra keys such as the report and the samples are kept) atomically to ``path``: a
+    temporary file in the same folder, flushed to disk, then renamed over it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"version": CALIBRATION_VERSION, **data, **validate_calibration(data)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gate_calibration.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before it replaces the old one: a crash leaves one or the other
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
