@@ -284,7 +284,7 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
     import sys
 
     out = out or sys.stdout
-    head = f"{'held-out domain':<20} {'model':<16} {'θ':>5}  {'absent fact':^20}  {'real absent':^20}  {'missing':^20}"
+    head = f"{'held-out domain':<20} {'model':<18} {'θ':>5}  {'absent fact':^20}  {'real absent':^20}  {'missing':^20}"
     print(head, file=out)
     print("-" * len(head), file=out)
     for row in rows:
@@ -292,7 +292,7 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
             result = row[model]
             theta = result["asked_threshold"]
             print(
-                f"{row['domain']:<20} {label:<16} {theta:>5.2f}  {_cell(result, 'absent')}  "
+                f"{row['domain']:<20} {label:<18} {theta:>5.2f}  {_cell(result, 'absent')}  "
                 f"{_cell(result, 'absent_real')}  {_cell(result, 'missing')}",
                 file=out,
             )
@@ -302,7 +302,7 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
         passes = [r[model]["pass_answerable"] for r in rows]
         unans = [r[model]["absent"]["pass"] for r in rows if "absent" in r[model]]
         print(
-            f"{'mean':<20} {label:<16} {'':>5}  absent AUROC {np.mean(absent):.3f}, pass unanswerable "
+            f"{'mean':<20} {label:<18} {'':>5}  absent AUROC {np.mean(absent):.3f}, pass unanswerable "
             f"{np.mean(unans):.0%}; missing AUROC {np.mean(missing):.3f}; pass answerable {np.mean(passes):.0%} "
             f"(lowest {min(passes):.0%})",
             file=out,
