@@ -21,9 +21,10 @@ the index itself can answer it for questions whose answer we know the location o
    pseudo-queries say how the quality scale moved on this index, not how hard its real questions are: they are
    drawn from the passages' own words, so a threshold read off their present rows (a quantile of them, tried
    before) sat wherever the easiest or hardest pseudo-queries fell, from corpus to corpus and seed to seed.
-4. The ``asked`` check (does a passage hold what the question asks for, not only whom it names) keeps the
-   prior's threshold on every index (chosen leave-one-domain-out, ``scripts/eval_gate_lodo.py``; reading it off
-   the index did not transfer: :func:`~adaptive_retrieval.components.gating.calibration.asked_check_report`).
+4. The ``asked`` check (does a passage hold what the question asks for, not only whom it names) takes the lower of
+   the prior's threshold and the index's own cut, and is turned off where it holds back few absent attributes
+   (:func:`~adaptive_retrieval.components.gating.calibration.fit_asked_threshold`; keeping the prior's on every
+   index was measured leave-one-domain-out, ``scripts/eval_gate_lodo.py``, and not kept).
    Each ``named`` pseudo-query also runs, on the index as is, as its *absent-attribute* variant (the same subject
    asked for words no chunk of its document holds,
    :func:`~adaptive_retrieval.components.gating.pseudo_queries.absent_attribute`): the words it misses set the

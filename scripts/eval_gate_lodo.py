@@ -245,8 +245,6 @@ def write_prior(theta: float, names: list[str], rows: list[dict[str, Any]]) -> N
 
     prior = json.loads(PRIOR_FILE.read_text(encoding="utf-8"))
     prior["asked_threshold"] = theta
-    prior.pop("asked_min_rejection", None)
-    prior.setdefault("provenance", {}).pop("asked_min_rejection", None)
     absent = [r["lodo_self"]["absent"]["auroc"] for r in rows if "absent" in r["lodo_self"]]
     prior["provenance"]["asked_threshold"] = {
         "data": f"every development domain ({', '.join(names)}): answerable questions only",
