@@ -223,6 +223,13 @@ _SETTINGS = (
     Setting("ADAPTIVE_UPLOAD_QUEUE", "4", "serving", "Uploads waiting or running at once; more get 429."),
     Setting("ADAPTIVE_UPLOAD_TIMEOUT_S", "600", "serving", "Seconds an upload may wait and run before 503."),
     Setting(
+        "ADAPTIVE_GATE_CALIBRATION_QUERIES",
+        "200",
+        "serving",
+        "Most pseudo-queries one background update of the quality gate's calibration runs after an upload or a "
+        "delete (0: no update; `adaptive-retrieval calibrate` re-runs it all).",
+    ),
+    Setting(
         "HAYHOOKS_DURABLE_MODE",
         None,
         "serving",

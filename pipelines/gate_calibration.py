@@ -21,20 +21,24 @@ the index itself can answer it for questions whose answer we know the location o
    pseudo-queries say how the quality scale moved on this index, not how hard its real questions are: they are
    drawn from the passages' own words, so a threshold read off their present rows (a quantile of them, tried
    before) sat wherever the easiest or hardest pseudo-queries fell, from corpus to corpus and seed to seed.
-4. The ``asked`` check (does a passage hold what the question asks for, not only whom it names) gets its own
-   threshold: each ``named`` pseudo-query also runs, on the index as is, as its *absent-attribute* variant (the
-   same subject asked for words no chunk of its document holds,
-   :func:`~adaptive_retrieval.components.gating.pseudo_queries.absent_attribute`), and
-   :func:`~adaptive_retrieval.components.gating.calibration.fit_asked_threshold` reads the threshold off the
-   pairs (never stricter than the prior's). The logistic model weighs the other signals only (:data:`FITTED`).
-   The model, its in-sample and cross-validated AUROC and pass rates, and what was sampled are written to
-   ``gate_calibration.json`` in the store folder, which
-   :class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate` reads.
+4. The ``asked`` check (does a passage hold what the question asks for, not only whom it names) takes the lower of
+   the prior's threshold and the index's own cut, and is turned off where it holds back few absent attributes
+   (:func:`~adaptive_retrieval.components.gating.calibration.fit_asked_threshold`; keeping the prior's on every
+   index was measured leave-one-domain-out, ``scripts/eval_gate_lodo.py``, and not kept).
+   Each ``named`` pseudo-query also runs, on the index as is, as its *absent-attribute* variant (the same subject
+   asked for words no chunk of its document holds,
+   :func:`~adaptive_retrieval.components.gating.pseudo_queries.absent_attribute`): the words it misses set the
+   soft-match floor, and the report says how the check treats both. The logistic model weighs the other signals
+   only (:data:`FITTED`). The model, its in-sample and cross-validated AUROC and pass rates, and the samples
+   (each pseudo-query's signals and the documents it came from) are written to the index's
+   ``gate_calibration.json`` (:func:`~adaptive_retrieval.components.gating.calibration.store_calibration_file`),
+   which :class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate` reads and
+   :mod:`adaptive_retrieval.pipelines.gate_upkeep` keeps current as indexing adds and removes documents.
 
 Usage::
 
     report = calibrate_pipeline(pipeline, queries=500)
-    save_calibration(calibration_path(folder), report)   # or: adaptive-retrieval calibrate --store DIR
+    save_calibration(store_calibration_file(store), report)   # or: adaptive-retrieval calibrate --store DIR
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, Pipeline
 
-from adaptive_retrieval.components.gating.answerability import asked_coverage, unmatched
+from adaptive_retrieval.components.gating.answerability import unmatched
 from adaptive_retrieval.components.gating.calibration import fit_asked_floor, load_prior
 from adaptive_retrieval.components.gating.pseudo_queries import PseudoQuery, pseudo_queries
 from adaptive_retrieval.components.gating.self_calibration import (
@@ -72,8 +76,11 @@ __all__ = [
     "calibrate_pipeline",
     "collect_signals",
     "fit_calibration",
+    "fit_samples",
     "pass_threshold",
     "pseudo_queries",
+    "run_samples",
+    "sample_version",
 ]
 
 CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
@@ -82,13 +89,24 @@ CHUNKS = {"field": "meta.level", "operator": "==", "value": 0}
 DEFAULT_QUERIES = 500
 
 
-def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, float], dict[str, float], list[Document]]:
-    """The gate's attempt-0 signals with the sources present, and with their documents excluded, and the
-    documents returned with the sources present."""
+#: The layout of a stored sample (``gate_calibration.json``'s ``samples``); a file of another layout, or of another
+#: signal set, is drawn again.
+SAMPLE_FORMAT = 2
+
+
+def sample_version() -> str:
+    """What a stored sample's numbers mean: the layout and the gate's signals, in order."""
+    return f"{SAMPLE_FORMAT}:{','.join(SIGNALS)}"
+
+
+def _run_one(pipeline: Pipeline, gate: Any, query: PseudoQuery) -> dict[str, Any]:
+    """One pseudo-query's sample: the gate's attempt-0 signals with its sources present, with their documents
+    excluded (the fused candidates without them, through the same MMR and reranker: what the channels return when
+    those documents are not in the index, down to the depth already fetched) and, for a named query, those of
+    its absent-attribute variant on the index as is, with the similarities its unmatched asked words reach."""
     result = pipeline.run(
         query_inputs(pipeline, query.text), include_outputs_from={"query_embedder", "router", "joiner", "gate"}
     )
-    present = result["gate"]["attempts"][0]["signals"]
     router, joiner = result["router"], result["joiner"]
     embedding = as_float_list(result["query_embedder"]["vector"])  # the gate's signals take a list
     excluded = set(query.sources)
@@ -99,8 +117,84 @@ def _signals_pair(pipeline: Pipeline, query: PseudoQuery) -> tuple[dict[str, flo
     ranked = pipeline.get_component("ranker").run(
         documents=selected, query=query.text, top_k=router["top_k"], rerank=router["rerank"]
     )["documents"]
-    absent = pipeline.get_component("gate").signals(ranked, query.text, embedding, joiner["fusion"])
-    return present, absent, result["gate"]["documents"]
+    row: dict[str, Any] = {
+        "doc_ids": list(query.sources),
+        "kind": query.kind,
+        "present": result["gate"]["attempts"][0]["signals"],
+        "excluded": {k: round(v, 4) for k, v in gate.signals(ranked, query.text, embedding, joiner["fusion"]).items()},
+        "absent": None,
+        "unmatched": [],
+    }
+    if query.absent:
+        absent = pipeline.run(query_inputs(pipeline, query.absent), include_outputs_from={"gate"})["gate"]
+        row["absent"] = absent["attempts"][0]["signals"]
+        if gate.word_vectors is not None:
+            gate.word_vectors.warm_up()
+            names = query_names(query.absent)
+            row["unmatched"] = [
+                round(v, 4) for v in unmatched(absent["documents"], query.absent, names, gate.word_vectors)
+            ]
+    return row
+
+
+def run_samples(
+    pipeline: Pipeline,
+    chunks: list[Document],
+    queries: int,
+    seed: int = 0,
+    subjects: set[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Draw ``queries`` pseudo-queries from ``chunks`` (about ``subjects`` only, when given) and run each through
+    ``pipeline`` with the gate's loop off: one sample each (:func:`_run_one`), ``progress(done, total)`` after
+    each, and a log line every tenth.
+
+    :raises ValueError: for an index too small to draw from.
+    """
+    gate = pipeline.get_component("gate")
+    sampled = pseudo_queries(chunks, queries, seed, subjects)
+    retries = gate.max_retries
+    gate.max_retries = 0  # the signals of attempt 0 are what the gate judges first
+    rows: list[dict[str, Any]] = []
+    step = max(1, len(sampled) // 10)
+    try:
+        for i, query in enumerate(sampled, 1):
+            rows.append(_run_one(pipeline, gate, query))
+            if progress:
+                progress(i, len(sampled))
+            if i % step == 0 or i == len(sampled):
+                logger.info("Gate calibration: %d/%d pseudo-queries", i, len(sampled))
+    finally:
+        gate.max_retries = retries
+    return rows
+
+
+def samples_from_rows(rows: list[dict[str, Any]], prior: dict[str, Any], chunks: int = 0) -> dict[str, Any]:
+    """The stored samples as :func:`fit_calibration` reads them: ``x`` (present and excluded rows of
+    :data:`SIGNALS`, alternating), ``y``, ``group``, ``queries`` (their kinds), ``asked`` (each named sample's
+    ``asked`` signal present and for its absent-attribute variant), the soft-match ``asked_floor`` read off the
+    absent variants' unmatched similarities (:func:`fit_asked_floor`) and its report."""
+    x = [[float(row[part].get(s, 0.0)) for s in SIGNALS] for row in rows for part in ("present", "excluded")]
+    asked = [[row["present"].get("asked", 1.0), row["absent"].get("asked", 1.0)] for row in rows if row.get("absent")]
+    values = [v for row in rows for v in row.get("unmatched") or []]
+    floor, floor_report = fit_asked_floor(
+        np.asarray(values), float(load_prior()["asked_floor_quantile"]), float(prior["asked_floor"])
+    )
+    return {
+        "x": np.asarray(x, dtype=np.float64).reshape(-1, len(SIGNALS)),
+        "y": np.tile([1, 0], len(rows)),
+        "group": np.repeat(np.arange(len(rows)), 2),
+        "queries": [PseudoQuery(text="", sources=list(row["doc_ids"]), kind=row["kind"]) for row in rows],
+        "chunks": chunks,
+        "asked": np.asarray(asked, dtype=np.float64).reshape(-1, 2),
+        "asked_floor": floor,
+        "asked_floor_report": floor_report,
+    }
+
+
+def fit_samples(rows: list[dict[str, Any]], prior: dict[str, Any], l2: float = DEFAULT_L2) -> dict[str, Any]:
+    """The gate's model fitted on stored samples (:func:`samples_from_rows`, :func:`fit_calibration`)."""
+    return fit_calibration(samples_from_rows(rows, prior), prior, l2)
 
 
 def collect_signals(
@@ -111,10 +205,8 @@ def collect_signals(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Draw pseudo-queries from the index of ``pipeline`` and gather the gate's signals with each one's sources
-    present (label 1) and excluded (label 0): ``x`` (rows of :data:`SIGNALS`), ``y``, ``group`` (the
-    pseudo-query of each row), ``queries`` (the :class:`PseudoQuery` list), ``chunks`` (how many were drawn
-    from) and ``asked``: the ``asked`` signal of each named query present and of its absent-attribute variant
-    (run on the index as is), one row each.
+    present (label 1) and excluded (label 0), as :func:`fit_calibration` reads them (:func:`samples_from_rows`),
+    plus ``rows`` (the samples as stored).
 
     :raises ValueError: for a pipeline without a document store or an index too small to draw from.
     """
@@ -127,57 +219,8 @@ def collect_signals(
     if max_chunks is not None and len(chunks) > max_chunks:
         pick = np.random.default_rng(seed).choice(len(chunks), size=max_chunks, replace=False)
         chunks = [chunks[i] for i in sorted(pick)]
-    sampled = pseudo_queries(chunks, queries, seed)
-    retries = gate.max_retries
-    gate.max_retries = 0  # the signals of attempt 0 are what the gate judges first
-    x: list[list[float]] = []
-    runs: list[tuple[PseudoQuery, list[Document], list[Document]]] = []  # named queries: present, absent attribute
-    try:
-        for i, query in enumerate(sampled):
-            present, absent, documents = _signals_pair(pipeline, query)
-            x += [[present[s] for s in SIGNALS], [absent[s] for s in SIGNALS]]
-            if query.absent:
-                result = pipeline.run(query_inputs(pipeline, query.absent), include_outputs_from={"gate"})
-                runs.append((query, documents, result["gate"]["documents"]))
-            if progress:
-                progress(i + 1, len(sampled))
-    finally:
-        gate.max_retries = retries
-    n = len(sampled)
-    floor, floor_report = _asked_floor(gate, runs)
-    # The pairs' asked signal at this index's floor (the runs used the prior's: the gate had no calibration yet).
-    asked = [
-        [
-            asked_coverage(present, q.text, query_names(q.text), gate.word_vectors, floor),
-            asked_coverage(absent, q.absent or "", query_names(q.absent or ""), gate.word_vectors, floor),
-        ]
-        for q, present, absent in runs
-    ]
-    return {
-        "x": np.asarray(x, dtype=np.float64),
-        "y": np.tile([1, 0], n),
-        "group": np.repeat(np.arange(n), 2),
-        "queries": sampled,
-        "chunks": len(chunks),
-        "asked": np.asarray(asked, dtype=np.float64).reshape(-1, 2),
-        "asked_floor": floor,
-        "asked_floor_report": floor_report,
-    }
-
-
-def _asked_floor(gate: Any, runs: list[tuple[PseudoQuery, list[Document], list[Document]]]) -> tuple[float, dict]:
-    """The index's soft-match floor (:func:`fit_asked_floor`) from the absent-attribute runs (the prior's when they
-    are too few); 1.0, stems only, when the gate has no word vectors."""
-    prior = float(gate.prior["asked_floor"])
-    if gate.word_vectors is None:
-        return 1.0, {}
-    gate.word_vectors.warm_up()
-    values = [
-        v
-        for q, _, absent in runs
-        for v in unmatched(absent, q.absent or "", query_names(q.absent or ""), gate.word_vectors)
-    ]
-    return fit_asked_floor(np.asarray(values), float(load_prior()["asked_floor_quantile"]), prior)
+    rows = run_samples(pipeline, chunks, queries, seed, progress=progress)
+    return {**samples_from_rows(rows, gate.prior, len(chunks)), "rows": rows}
 
 
 def calibrate_pipeline(
@@ -193,13 +236,16 @@ def calibrate_pipeline(
     :param queries: pseudo-queries to run (each costs one query plus one MMR/rerank pass, and a named one a
         second query for its absent-attribute variant).
     :param max_chunks: chunks sampled from (a random sample of this many when the index has more; ``None``: all).
-    :returns: ``weights``, ``bias``, ``pass_threshold`` (what the gate reads) and the ``report``: AUROC in sample
+    :returns: ``weights``, ``bias``, ``pass_threshold`` (what the gate reads), the ``report`` (AUROC in sample
         and out of fold, pass rates of present/excluded pseudo-queries, the prior's AUROC and pass rates on the
-        same pseudo-queries, per-signal AUROC, counts per kind, the seed and how long it took.
+        same pseudo-queries, per-signal AUROC, counts per kind, the seed and how long it took) and the
+        ``samples`` (each pseudo-query's signals and the documents it came from, so that indexing can keep the
+        calibration current: :mod:`adaptive_retrieval.pipelines.gate_upkeep`).
     :raises ValueError: for an index too small to draw from.
     """
     start = time.perf_counter()
     samples = collect_signals(pipeline, queries, seed, max_chunks, progress)
     fitted = fit_calibration(samples, pipeline.get_component("gate").prior, l2)
     fitted["report"].update({"seed": seed, "seconds": round(time.perf_counter() - start, 1)})
+    fitted["samples"] = {"version": sample_version(), "rows": samples["rows"]}
     return fitted

@@ -186,9 +186,11 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
 
     :returns: ``documents`` (the gate's final list), ``gate`` (``decision`` pass/insufficient, ``quality``,
         ``signals`` and ``attempt`` of the attempt that produced the documents, ``attempts`` = every attempt's
-        record), ``intent``, ``confidence``, ``weights`` (as used by the joiner), ``strategy``, ``routing``,
-        ``fusion`` (``failed``: channels the router weighted that delivered nothing because they failed;
-        ``failed_reasons``: why, per channel),
+        record, ``verdict`` and ``reason``), ``verdict`` and ``reason`` (the gate's, in words: ``found`` /
+        ``not_found`` / ``uncertain`` and one sentence why; ``None`` for a pipeline without a gate), ``intent``,
+        ``confidence``, ``weights`` (as used by the joiner), ``strategy``, ``routing``, ``fusion`` (``failed``:
+        channels the router weighted that delivered nothing because they failed; ``failed_reasons``: why, per
+        channel),
         ``timings_ms`` (per component summed over attempts, and ``total``), ``query_embedding`` (the last
         attempt's query vector, a list). Routing and fusion describe the last attempt.
     :raises TypeError: when ``query`` is not a string.
@@ -229,6 +231,9 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
         "query": query,
         "documents": documents,
         "gate": gate,
+        # The gate's verdict in words (found / not_found / uncertain, and why), for every surface to show first.
+        "verdict": (gate or {}).get("verdict"),
+        "reason": (gate or {}).get("reason"),
         "intent": router["intent"],
         "confidence": router["confidence"],
         "weights": result["joiner"]["fusion"]["weights"],

@@ -1,11 +1,13 @@
 """Index a real corpus with yaml/indexing.yaml and answer queries of every intent with yaml/query.yaml.
 
-    python scripts/demo.py [PATH ...] [--query TEXT ...] [--store DIR] [--force]
+    python scripts/demo.py [PATH ...] [--query TEXT ...] [--store DIR] [--force] [--no-calibrate]
 
 Without PATH it indexes the Python language reference topics that ship with CPython (``pydoc_data``) into
 ``.adaptive/qdrant``. Your own PATHs get an index of their own, ``.adaptive/stores/<name>-<hash>/qdrant`` (named in
 the output; the hash is of the paths), never mixed with the reference corpus. ``--store`` (or
 ``$ADAPTIVE_QDRANT_PATH``) chooses the folder instead. The index persists; a second run skips unchanged files.
+After indexing, the quality gate's calibration is brought up to date from the index's own pseudo-queries, as the
+CLI's ``index`` does (``--no-calibrate``: the gate judges with its built-in prior, or the calibration it has).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
 from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
@@ -39,6 +42,8 @@ DEMO_QUERIES: dict[str, str] = {
 
 def show(result: dict, top: int) -> None:
     print(f"\nQ: {result['query']}")
+    if result.get("reason"):
+        print(f"   {result['reason']}")
     probs = ", ".join(f"{k} {v:.2f}" for k, v in list(result["routing"]["probabilities"].items())[:3])
     rules = ",".join(result["routing"]["rules"]) or "-"
     print(f"   intent: {result['intent']} (confidence {result['confidence']:.2f}; {probs}; rules: {rules})")
@@ -54,7 +59,8 @@ def show(result: dict, top: int) -> None:
         prov = " ".join(f"{c}#{r}" for c, r in doc.meta.get("channels", {}).items())
         where = doc.meta.get("section") or doc.meta.get("title")
         snippet = textwrap.shorten(doc.content or "", 90)
-        print(f"   {rank}. [{doc.score:.3f}] {where}  <{prov}>\n        {snippet}")
+        # The rank is the pipeline's order (MMR and a named section reorder the fused list): the score is the fusion's.
+        print(f"   {rank}. {where}  <{prov}; fused score {doc.score:.3f}>\n        {snippet}")
     gate = result.get("gate")
     if gate:
         signals = " ".join(f"{k}={v:.2f}" for k, v in gate["signals"].items())
@@ -87,6 +93,9 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="Qdrant local folder (default .adaptive/qdrant)")
     parser.add_argument("--top", type=int, default=3, help="results shown per query")
     parser.add_argument("--force", action="store_true", help="re-index unchanged files")
+    parser.add_argument(
+        "--no-calibrate", action="store_true", help="leave the quality gate's calibration as it is after indexing"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -118,6 +127,12 @@ def main() -> None:
 
     query = load_pipeline("query", **overrides)
     query.warm_up()
+    if not args.no_calibrate:
+        kept = update_calibration(query)
+        if kept.written:
+            print(f"Quality gate: calibrated on {kept.samples} pseudo-queries of this index ({kept.seconds:.1f} s)")
+        else:
+            print(f"Quality gate: calibration {kept.reason}")
     for text in queries:
         show(run_query(query, text), args.top)
 

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from haystack import Document
 
+from adaptive_retrieval.components.text.keys import fold
 from adaptive_retrieval.components.text.terms import content_terms, content_words, stems
 
 if TYPE_CHECKING:
@@ -74,6 +75,39 @@ PREFIX_MIN = 5
 #: 31 % on dragonball_law_en, near the 30 % under which the check turns itself off (scripts/README.md, "Fewer
 #: intents"). A fixed count keeps the check's meaning whatever the profile.
 ASKED_DOCUMENTS = 10
+_RAW_WORD = re.compile(r"[a-z0-9]+")
+_AUXILIARIES = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "shall",
+        "may",
+        "might",
+        "must",
+    ]
+)
+#: The noun phrase a "which"/"what" opens, up to the first auxiliary verb or the end of the question.
+_ANSWER_TYPE = re.compile(
+    r"\b(?:which|what)\s+((?:[\w'\-]+\s+){0,2}?[\w'\-]+)\s*(?=[?.!]*\s*$|\s(?:"
+    + "|".join(sorted(_AUXILIARIES))
+    + r")\b)",
+    re.IGNORECASE,
+)
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 
 
@@ -95,6 +129,16 @@ def asked_words(query: str, names: Sequence[str]) -> dict[str, str]:
         if stem not in drop:
             out.setdefault(stem, word)
     return out
+
+
+def answer_type(query: str, names: Sequence[str]) -> set[str]:
+    """The stems of the answer's *kind* a question names after "which"/"what", up to its verb or its end ("which
+    protocol?", "what crime did …", "which law firm did …"): a passage that holds the answer need not write the
+    kind ("in 1889" answers "what year"), so the check forgives it half (see :func:`asked_coverage`)."""
+    found = _ANSWER_TYPE.search(query)
+    if not found or found.group(1).split()[0].lower() in _AUXILIARIES:
+        return set()
+    return set(asked_words(found.group(1), names))
 
 
 def asked_terms(query: str, names: Sequence[str]) -> set[str]:
@@ -166,6 +210,15 @@ def _coverage(credit: np.ndarray, groups: list[np.ndarray]) -> float:
     return float(0.5 * (best + credit.max(axis=0).sum()) / credit.shape[1])
 
 
+def _forgiven(credit: np.ndarray, kinds: list[int]) -> np.ndarray:
+    """``credit`` with the answer-kind columns (:func:`answer_type`) at least half credited in every passage."""
+    if not kinds:
+        return credit
+    out = credit.copy()
+    out[:, kinds] = np.maximum(out[:, kinds], 0.5)
+    return out
+
+
 def _groups(documents: Sequence[Document]) -> list[np.ndarray]:
     """The rows of each document among ``documents`` (passages by ``meta["doc_id"]``, else each its own)."""
     rows: dict[str, list[int]] = {}
@@ -199,13 +252,16 @@ def asked_coverage(
     documents = documents[:ASKED_DOCUMENTS]
     if not documents:
         return 0.0
+    kinds = [i for i, stem in enumerate(asked) if stem in answer_type(query, names)]
+    if len(kinds) == len(asked):
+        return 1.0  # it asks for a kind of thing only ("which protocol?"): nothing to look for but the kind
     texts, credit = _lexical(documents, list(asked))
     groups = _groups(documents)
-    coverage = _coverage(credit, groups)
+    coverage = _coverage(_forgiven(credit, kinds), groups)
     if vectors is None or floor >= 1.0 or coverage >= needed:
         return coverage
     _soft(texts, credit, list(asked.values()), names, vectors, floor)
-    return _coverage(credit, groups)
+    return _coverage(_forgiven(credit, kinds), groups)
 
 
 def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], vectors: WordVectors) -> list[float]:
@@ -220,3 +276,45 @@ def unmatched(documents: Sequence[Document], query: str, names: Sequence[str], v
     nowhere = ~credit.any(axis=0)
     best = _soft(texts, credit, list(asked.values()), names, vectors, 1.0)
     return [float(v) for v in best[nowhere]]
+
+
+def missing_asked(
+    documents: Sequence[Document],
+    query: str,
+    names: Sequence[str],
+    vectors: WordVectors | None = None,
+    floor: float = 1.0,
+    below: float = 0.5,
+) -> list[str]:
+    """What ``query`` asks that the first :data:`ASKED_DOCUMENTS` passages do not hold, as a person reads it: each
+    run of adjacent asked words in the question (no other word between them) that holds a word whose best credit in
+    any passage (stems, and soft matches from ``floor`` with ``vectors``) is under ``below``, in question order:
+    "sick leave" when no passage mentions "sick" (though one mentions parental "leave"). Empty when everything
+    asked is held (or the query asks nothing beyond its names)."""
+    asked = asked_words(query, names)
+    if not asked:
+        return []
+    documents = documents[:ASKED_DOCUMENTS]
+    if documents:
+        texts, credit = _lexical(documents, list(asked))
+        if vectors is not None and floor < 1.0:
+            _soft(texts, credit, list(asked.values()), names, vectors, floor)
+        best = credit.max(axis=0)
+    else:
+        best = np.zeros(len(asked))
+    kinds = answer_type(query, names)
+    missing = {stem for stem, value in zip(asked, best, strict=True) if value < below and stem not in kinds}
+    found = _QUESTION_WORD.search(query)
+    words = _RAW_WORD.findall(fold(query[found.start() :] if found else query).lower())
+    phrases: list[str] = []
+    run: list[tuple[str, str]] = []
+    for word, stem in [*zip(words, stems(words), strict=True), ("", "")]:
+        if stem in asked and len(word) > 1:
+            run.append((word, stem))
+            continue
+        if any(s in missing for _, s in run):
+            phrase = " ".join(w for w, _ in run)
+            if phrase not in phrases:
+                phrases.append(phrase)
+        run = []
+    return phrases

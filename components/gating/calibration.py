@@ -135,6 +135,37 @@ def fit_asked_threshold(
     }
 
 
+def asked_check_report(pairs: np.ndarray, threshold: float) -> dict[str, Any]:
+    """How the ``asked`` check at ``threshold`` treats one index's pseudo-queries: ``pairs`` has one row per named
+    pseudo-query, (its ``asked`` signal, that of its absent-attribute variant), at a given ``threshold`` (the
+    leave-one-domain-out measurement reads it for the prior's threshold as well as the index's).
+
+    The self-calibration used to read the threshold off these pairs (the lower of the prior's and their Youden
+    cut) and to turn the check off where it held back under 30 % of the absent-attribute variants. Measured on
+    the development sets leave-one-domain-out (``scripts/eval_gate_lodo.py``), neither transfers: a present
+    pseudo-query takes its words verbatim from one sentence (``asked`` ~1.0 on every index), so the pairs say
+    nothing of how far real questions word what they ask otherwise, and on indexes of similar documents (court
+    judgments, reports) an absent attribute's words sit in some *other* returned document often enough to turn the
+    check off, which is where absent facts then passed (73–82 % of unanswerable questions on two unseen domains).
+
+    Returns the pairs' count, the signal's AUROC on them, the pass rates of both kinds at ``threshold`` and their
+    quartiles (empty but the count with fewer than 10 pairs).
+    """
+    pairs = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+    if len(pairs) < 10:
+        return {"asked_pairs": len(pairs)}
+    scores = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    labels = np.concatenate([np.ones(len(pairs)), np.zeros(len(pairs))])
+    return {
+        "asked_pairs": len(pairs),
+        "asked_auroc": round(auroc(scores, labels), 4),
+        "asked_pass_present": round(float((pairs[:, 0] >= threshold).mean()), 4),
+        "asked_pass_absent": round(float((pairs[:, 1] >= threshold).mean()), 4),
+        "asked_present_quartiles": [round(float(v), 3) for v in np.quantile(pairs[:, 0], [0.25, 0.5, 0.75])],
+        "asked_absent_quartiles": [round(float(v), 3) for v in np.quantile(pairs[:, 1], [0.25, 0.5, 0.75])],
+    }
+
+
 def fit_asked_floor(unmatched: np.ndarray, quantile: float, prior_floor: float) -> tuple[float, dict[str, Any]]:
     """The soft-match ``asked_floor`` for one index: the ``quantile`` of ``unmatched``, the best word similarity
     that the asked words of absent-attribute pseudo-queries reach in the passages returned for them (words no
@@ -202,15 +233,30 @@ def calibration_path(folder: str | Path) -> Path:
     return Path(folder) / CALIBRATION_FILE
 
 
+def store_calibration_file(document_store: Any) -> Path | None:
+    """The calibration file of the index ``document_store`` holds: the one place that says where an index's gate
+    calibration lives (the gate reads it, ``calibrate`` and the indexing upkeep write it). An embedded store names
+    its folder; a server store has none (``None``: pass the gate a ``calibration_path``)."""
+    folder = getattr(document_store, "folder", None) if document_store is not None else None
+    return calibration_path(folder) if folder else None
+
+
 def save_calibration(path: str | Path, data: dict[str, Any]) -> Path:
-    """Write ``data`` (validated; extra keys such as the report are kept) atomically to ``path``."""
+    """Write ``data`` (validated; extra keys such as the report and the samples are kept) atomically to ``path``: a
+    temporary file in the same folder, flushed to disk, then renamed over it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"version": CALIBRATION_VERSION, **data, **validate_calibration(data)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gate_calibration.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before it replaces the old one: a crash leaves one or the other
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -128,7 +128,9 @@ def _name(chunk: Document, shared_headings: set[str]) -> str:
     return _title_name(str(chunk.meta.get("title") or ""))
 
 
-def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[PseudoQuery]:
+def pseudo_queries(
+    chunks: list[Document], n: int, seed: int = 0, subjects: set[str] | None = None
+) -> list[PseudoQuery]:
     """Up to ``n`` pseudo-queries drawn from ``chunks``, deterministic for a seed.
 
     A question names its subject and asks about a few of its facts: ``named`` = a question word, the chunk's
@@ -139,7 +141,10 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
     whole name (:func:`_content_words`). Each ``named`` query carries its :func:`absent_attribute` variant
     (drawn with a generator of its own, so the present queries do not depend on it).
 
-    :raises ValueError: when fewer than two documents have text to draw from (nothing to exclude against).
+    :param subjects: the documents (``doc_id``) a query may be about (``None``: any); the others still supply
+        the other documents of bridges and absent attributes (an update after indexing draws from the new ones).
+    :raises ValueError: when fewer than two documents have text to draw from (nothing to exclude against), or
+        none of ``subjects`` has.
     """
     rng = np.random.default_rng(seed)
     by_doc: dict[str, list[Document]] = defaultdict(list)
@@ -150,6 +155,10 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
     docs = sorted(by_doc)
     if len(docs) < 2:
         msg = f"Self-calibration needs at least 2 indexed documents with text; the index has {len(docs)}"
+        raise ValueError(msg)
+    drawn = docs if subjects is None else [d for d in docs if d in subjects]
+    if not drawn:
+        msg = "None of the documents to calibrate on has text to draw pseudo-queries from"
         raise ValueError(msg)
     titles = {d: str(by_doc[d][0].meta.get("title") or "").strip() for d in docs}
     heading_docs: dict[str, set[str]] = defaultdict(set)
@@ -184,7 +193,7 @@ def pseudo_queries(chunks: list[Document], n: int, seed: int = 0) -> list[Pseudo
     attempts = 0
     while len(out) < n and attempts < 20 * n:
         attempts += 1
-        doc = docs[int(rng.integers(len(docs)))]
+        doc = drawn[int(rng.integers(len(drawn)))]
         chunk, words = pick(doc)
         if len(words) < 3:
             continue

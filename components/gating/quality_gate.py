@@ -43,12 +43,15 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict, import_class_by_name
 
-from adaptive_retrieval.components.gating.calibration import calibration_path, load_calibration, load_prior
+from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
+from adaptive_retrieval.components.gating.calibration import load_calibration, load_prior, store_calibration_file
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
-from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
+from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals, missing_names
+from adaptive_retrieval.components.gating.verdict import Verdict, verdict
 from adaptive_retrieval.components.gating.word_vectors import WordVectors
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
+from adaptive_retrieval.components.text.names import query_names
 
 logger = logging.getLogger(__name__)
 
@@ -244,11 +247,7 @@ class QualityGate:
         """The calibration file this gate reads: ``calibration_path``, else the store folder's, else none."""
         if self.calibration_path:
             return Path(self.calibration_path)
-        if self.document_store is None:
-            return None
-        # An embedded store names its folder (a server has none: pass calibration_path).
-        folder = getattr(self.document_store, "folder", None)
-        return calibration_path(folder) if folder else None
+        return store_calibration_file(self.document_store)
 
     def warm_up(self) -> None:
         """Pick up the index's self-calibration, if there is one, and load the word vectors and the reader's
@@ -351,6 +350,9 @@ class QualityGate:
         retry=dict[str, Any],
         retry_skipped=str,
         calibration=str,
+        pass_threshold=float,
+        verdict=str,
+        reason=str,
     )
     def run(
         self,
@@ -378,8 +380,9 @@ class QualityGate:
         :returns: on a retry only ``retry`` (``{"attempt": n + 1, "previous": best so far}``); otherwise
             ``documents``, ``decision`` (``pass`` or ``insufficient``), ``quality``, ``signals`` and ``attempt``
             of the attempt whose documents are returned, ``attempts`` (every attempt's decision, quality
-            and signals), ``calibration`` (``index`` or ``prior``) and, when a retry was skipped,
-            ``retry_skipped`` (why).
+            and signals), ``calibration`` (``index`` or ``prior``) and its ``pass_threshold``, ``verdict``
+            (``found``, ``not_found`` or ``uncertain``) with its one-sentence ``reason`` (:meth:`explain`) and,
+            when a retry was skipped, ``retry_skipped`` (why).
         """
         query_embedding = as_float_list(query_embedding)
         self._refresh_calibration()
@@ -418,7 +421,36 @@ class QualityGate:
             "attempt": best["attempt"],
             "attempts": history,
             "calibration": self.calibration,
+            "pass_threshold": round(self.pass_threshold, 4),
         }
+        told = self.explain(best["documents"], query, decision, best["quality"])
+        out["verdict"], out["reason"] = told.verdict, told.reason
         if skipped:
             out["retry_skipped"] = skipped
         return out
+
+    def explain(self, documents: list[Document], query: str, decision: str, quality: float) -> Verdict:
+        """The verdict a person reads (:func:`~adaptive_retrieval.components.gating.verdict.verdict`): found /
+        not found / uncertain and why, naming the question's names and asked words that no passage holds."""
+        names = missing_names(documents, query) if decision != "pass" else []
+        asked: list[str] = []
+        if decision != "pass" and not names and self.asked_threshold > 0:
+            # Named as missing only when the asked check is what held the list back: otherwise the evidence as a
+            # whole was weak (uncertain), and words a passage lacks are not the reason.
+            names_of = query_names(query)
+            vectors = self._vectors if self.asked_floor < 1.0 else None
+            held = asked_coverage(documents, query, names_of, vectors, self.asked_floor, self.asked_threshold)
+            if held < self.asked_threshold:
+                asked = missing_asked(documents, query, names_of, vectors, self.asked_floor)
+        top = documents[0].meta if documents else {}
+        where = top.get("section") or top.get("title") or top.get("source")
+        return verdict(
+            decision,
+            quality,
+            self.pass_threshold,
+            missing_names=names,
+            missing_asked=asked,
+            top=str(where) if where else None,
+            calibration=self.calibration,
+            documents=len(documents),
+        )

@@ -57,6 +57,13 @@ SIGNALS: tuple[str, ...] = (
 )
 
 
+def missing_names(documents: Sequence[Document], query: str) -> list[str]:
+    """The names ``query`` writes (:func:`query_names`) that no document holds as a phrase (title or text), as the
+    query writes them: what the ``names`` signal misses."""
+    texts = [" " + normalise_key(f"{d.meta.get('title', '')} {d.content or ''}") + " " for d in documents]
+    return [n for n in query_names(query) if (key := normalise_key(n)) and not any(f" {key} " in t for t in texts)]
+
+
 def _unit_rows(documents: Sequence[Document]) -> tuple[np.ndarray, np.ndarray]:
     """Normalised embeddings of the documents that carry one, and the indices of those documents."""
     have = [i for i, d in enumerate(documents) if d.embedding is not None]

@@ -145,7 +145,7 @@ class SparseFeedbackRetriever:
             )
             expanded = self.expanded_query(query_sparse_embedding, hits)
             return self._search.search_sparse(
-                expanded, top_k=top_k or self.top_k, filters=self.filters, return_embedding=True
+                expanded, top_k=top_k or self.top_k, filters=self.filters, return_embedding=False
             )
 
         return search_or_failure(self.channel, search)

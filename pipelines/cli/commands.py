@@ -18,7 +18,7 @@ from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.stores.locations import QDRANT_PATH_ENV as STORE_PATH_ENV
 from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
-from adaptive_retrieval.pipelines.cli.format import print_query, print_stats
+from adaptive_retrieval.pipelines.cli.format import print_query, print_stats, verdict_of
 from adaptive_retrieval.pipelines.processes import garbage_collection
 from adaptive_retrieval.pipelines.processes.owner_client import ServerCallError, answer_field
 from adaptive_retrieval.pipelines.processes.owner_client import call_server as _call_server
@@ -26,6 +26,8 @@ from adaptive_retrieval.pipelines.processes.owner_client import owned_message as
 
 #: Exit status of a command that failed (the parser exits 2 for usage errors).
 EXIT_ERROR = 1
+#: Exit status of ``query --fail-if-not-found`` when the quality gate's verdict is not "found".
+EXIT_NOT_FOUND = 3
 
 
 class CliError(AdaptiveRetrievalError):
@@ -146,6 +148,8 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         print(f"partial: {partial['source']}: {partial['reason']}", file=sys.stderr)
     if counts.get("partial"):
         print(f"warning: {len(counts['partial'])} file(s) indexed in part (`stats` lists them)", file=sys.stderr)
+    if not getattr(args, "no_calibrate", False) and total:
+        _keep_calibration(args, out)
     for failure in counts.get("failed", []):
         print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
     if counts.get("failed"):
@@ -156,6 +160,41 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         print(f"error: {len(counts['failed'])} file(s) not indexed ({summary})", file=sys.stderr)
         return EXIT_ERROR
     return 0
+
+
+def _keep_calibration(args: argparse.Namespace, out: TextIO) -> None:
+    """Bring the quality gate's calibration up to date with what was just indexed (a bounded number of the index's
+    own pseudo-queries for the new or changed sources, with a progress bar; nothing when nothing changed). A
+    failure leaves the previous calibration and is reported, never fatal: the files are indexed."""
+    from tqdm import tqdm
+
+    from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+
+    bar = tqdm(total=None, unit="query", desc="calibrating the quality gate", file=sys.stderr, dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        result = update_calibration(load_pipeline("query", **_store_overrides(args)), progress=progress)
+    except (ValueError, OSError, RuntimeError) as err:
+        print(f"warning: the quality gate's calibration was not updated ({err}); it keeps the previous one", file=out)
+        return
+    finally:
+        if bar.total is None:
+            bar.total = 0
+        bar.close()
+    if result.written:
+        print(
+            f"quality gate calibrated on {result.samples} pseudo-queries of this index ({result.added} new, "
+            f"{result.dropped} dropped, {result.seconds:.1f} s): {result.path}",
+            file=out,
+        )
+    elif result.reason and result.reason != "up to date":
+        print(f"quality gate not calibrated: {result.reason}; it judges with its built-in prior", file=out)
 
 
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
@@ -183,6 +222,8 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         print(response.model_dump_json(indent=2), file=out)
     else:
         print_query(response, out, args.full)
+    if getattr(args, "fail_if_not_found", False) and verdict_of(response) != "found":
+        return EXIT_NOT_FOUND
     return 0
 
 
@@ -224,9 +265,10 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    """Fit the quality gate on pseudo-queries drawn from this index (no labels) and save it with the index."""
-    from adaptive_retrieval.components.gating.calibration import save_calibration
-    from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_QUERIES, calibrate_pipeline
+    """Fit the quality gate on pseudo-queries drawn from this index (no labels) and save it with the index: a full
+    re-run of what indexing keeps current."""
+    from adaptive_retrieval.pipelines.gate_calibration import DEFAULT_QUERIES
+    from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     pipeline = load_pipeline("query", **_store_overrides(args))
@@ -239,17 +281,19 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         msg = "The index is empty: index files first with `adaptive-retrieval index PATH`"
         raise CliError(msg)
     queries = DEFAULT_QUERIES if args.queries is None else args.queries
-    fitted = calibrate_pipeline(pipeline, queries=queries, seed=args.seed)
-    path = save_calibration(target, fitted)
+    result = update_calibration(pipeline, budget=queries, full=True, path=target, seed=args.seed)
+    if not result.written or result.model is None:
+        raise CliError(f"The gate could not be calibrated: {result.reason}")
+    fitted, path = result.model, result.path
     r = fitted["report"]
     print(
-        f"{r['pseudo_queries']} pseudo-queries in {r['seconds']} s: AUROC {r['auroc_in_sample']:.3f} "
+        f"{r['pseudo_queries']} pseudo-queries in {result.seconds:.1f} s: AUROC {r['auroc_in_sample']:.3f} "
         f"({r['auroc_cross_validated']:.3f} cross-validated; the prior {r['prior_auroc']:.3f}); pass "
         f"{r['pass_present']:.0%} with the source present, {r['pass_excluded']:.0%} with it excluded "
         f"(the prior {r['prior_pass_present']:.0%} / {r['prior_pass_excluded']:.0%})\n"
         + (
-            f"asked check {r.get('asked_check', 'on')} at {fitted['asked_threshold']:.2f} (soft matches from word "
-            f"similarity {fitted.get('asked_floor', 1.0):.2f}): passes {r['asked_pass_present']:.0%} of the named "
+            f"asked check at {fitted['asked_threshold']:.2f} (the prior's; soft matches from word similarity "
+            f"{fitted.get('asked_floor', 1.0):.2f}): passes {r['asked_pass_present']:.0%} of the named "
             f"pseudo-queries, {r['asked_pass_absent']:.0%} of their absent-attribute variants\n"
             if "asked_pass_present" in r
             else ""

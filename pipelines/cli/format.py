@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from typing import Any, TextIO
 
 
+def verdict_of(response: Any) -> str | None:
+    """The quality gate's verdict of a query response (``found``, ``not_found``, ``uncertain``; ``None`` without a
+    gate)."""
+    return (response.gate or {}).get("verdict")
+
+
+def gate_line(gate: dict[str, Any]) -> str:
+    """The gate's decision in one line: decision, quality against its threshold, attempts, which model judged."""
+    attempts = gate.get("attempts") or []
+    model = "the index's calibration" if gate.get("calibration") == "index" else "the built-in prior (no calibration)"
+    line = f"gate: {gate.get('decision')} (quality {gate.get('quality', 0.0):.2f}"
+    if gate.get("pass_threshold") is not None:
+        line += f", passes at {gate['pass_threshold']:.2f}"
+    line += f"; attempt {int(gate.get('attempt') or 0) + 1} of {max(len(attempts), 1)}; {model})"
+    return line
+
+
 def print_query(response: Any, out: TextIO, full: bool) -> None:
-    """The query's diagnostics (intent, strategy, weights, gate, failed channels, timings), then each passage with
-    its provenance (a 300-character preview unless ``full``)."""
+    """The gate's verdict in words (found / not found / uncertain, and why), the query's diagnostics (intent,
+    strategy, weights, gate, failed channels, timings), then each passage in rank order with its provenance (a
+    300-character preview unless ``full``)."""
+    if response.gate and response.gate.get("reason"):
+        print(response.gate["reason"] + "\n", file=out)
     strategy = response.strategy
     print(f"intent: {response.intent} (confidence {response.confidence:.2f})", file=out)
     print(
@@ -21,7 +40,7 @@ def print_query(response: Any, out: TextIO, full: bool) -> None:
     if response.structural:
         print(f"structural: {response.structural}", file=out)
     if response.gate:
-        print(f"gate: {json.dumps(response.gate, default=str)}", file=out)
+        print(gate_line(response.gate), file=out)
     failed = (response.fusion or {}).get("failed") or []
     if failed:
         reasons = (response.fusion or {}).get("failed_reasons") or {}
@@ -31,9 +50,12 @@ def print_query(response: Any, out: TextIO, full: bool) -> None:
         print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)
     for i, doc in enumerate(response.documents, 1):
         where = doc.section or doc.title or ""
-        channels = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
-        score = f"{doc.score:.3f}" if doc.score is not None else "-"
-        print(f"\n{i:>2}. [{score}] {where}  ({channels})\n    {doc.source or doc.id}", file=out)
+        # The list is in the pipeline's order (diversity and a named section reorder the fused ranking), so the
+        # rank leads; the fused score, which that order need not follow, is said to be one.
+        found = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
+        score = f"fused score {doc.score:.3f}" if doc.score is not None else ""
+        details = "; ".join(part for part in (found, score) if part)
+        print(f"\n{i:>2}. {where}  ({details})\n    {doc.source or doc.id}", file=out)
         text = " ".join((doc.content or "").split())
         if not full:
             text = textwrap.shorten(text, width=300, placeholder=" …")

@@ -9,6 +9,7 @@ Usage::
     adaptive-retrieval index docs/ notes.md          # progress bar; unchanged files are skipped
     adaptive-retrieval query "What does Section 3.2 say about termination?"
     adaptive-retrieval query --json "error E1045"    # the full response with diagnostics, as JSON
+    adaptive-retrieval query --fail-if-not-found "…"  # exit 3 unless the gate's verdict is "found"
     adaptive-retrieval delete notes.md               # remove a source (chunks, summaries, graph, upload)
     adaptive-retrieval calibrate --store .adaptive/qdrant   # fit the quality gate on this index (no labels)
     adaptive-retrieval stats --store .adaptive/qdrant  # per source: chunks, summaries, graph chunks, state
@@ -30,6 +31,7 @@ from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.pipelines.cli.args import checked, whole_number
 from adaptive_retrieval.pipelines.cli.commands import (
     EXIT_ERROR,
+    EXIT_NOT_FOUND,
     cmd_calibrate,
     cmd_delete,
     cmd_draw,
@@ -95,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=16,
         help="files per pipeline run at most (default 16; a file over 256 KiB runs alone)",
     )
+    p.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="do not update the quality gate's calibration after indexing (it then judges new files by the last one)",
+    )
     p.set_defaults(func=cmd_index, manages_collection=True)
 
     p = sub.add_parser("query", parents=[store, model], help="retrieve with diagnostics", description=cmd_query.__doc__)
@@ -102,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=whole_number("check_top_k"), default=None, help="show at most this many documents")
     p.add_argument("--json", action="store_true", help="print the full response as JSON")
     p.add_argument("--full", action="store_true", help="print whole passages instead of a preview")
+    p.add_argument(
+        "--fail-if-not-found",
+        action="store_true",
+        help=f"exit with status {EXIT_NOT_FOUND} unless the quality gate's verdict is 'found' (for scripts)",
+    )
     p.set_defaults(func=cmd_query, manages_collection=True)
 
     p = sub.add_parser(
@@ -155,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage, 3 not found with
+    ``query --fail-if-not-found``, 130 interrupted)."""
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
     if getattr(args, "queries", None) is not None and args.queries < 2:

@@ -145,6 +145,8 @@ class QueryResponse(BaseModel):
     routing: dict[str, Any] = Field(default_factory=dict)
     fusion: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] | None = Field(None, description="Quality gate decision and its signals, if any")
+    verdict: str | None = Field(None, description="The gate's verdict: found, not_found or uncertain")
+    reason: str | None = Field(None, description="The verdict in one sentence (what is missing, or where it is)")
     timings_ms: dict[str, float] = Field(default_factory=dict)
     query_embedding: list[float] | None = Field(None, description="The query's vector (only with include_embeddings)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from adaptive_retrieval.components.gating.signals import SIGNALS
+from adaptive_retrieval.components.gating.verdict import NO_CALIBRATION, VERDICTS
 from adaptive_retrieval.components.routing.profiles import INTENTS
 from adaptive_retrieval.pipelines.cli.main import main
 
@@ -33,20 +35,22 @@ def test_index_then_query_with_diagnostics(
     docs: Path, store_path: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ADAPTIVE_QDRANT_PATH", raising=False)
-    assert main(["index", str(docs), "--store", store_path, "--batch-files", "1"]) == 0
+    assert main(["index", str(docs), "--store", store_path, "--batch-files", "1", "--no-calibrate"]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("3 files: 3 indexed, 0 unchanged;")
+    assert out.startswith("3 files: 3 indexed, 0 unchanged;") and "quality gate" not in out
     assert "indexing files" in err and "3/3" in err  # the progress bar, on stderr
     assert "with.txt" in err and "dense embedding" not in err  # it names the file; the embedders' bars are off
 
-    assert main(["index", str(docs), "--store", store_path]) == 0
-    assert capsys.readouterr().out.startswith("3 files: 0 indexed, 3 unchanged; 0 chunks written")
-
     assert main(["query", "--store", store_path, "--top-k", "2", "How", "does", "a", "finally", "clause", "work?"]) == 0
     out = capsys.readouterr().out
-    for line in ("intent: ", "strategy: top_k=", "weights: dense=", "timings (ms): "):
+    # The verdict in words comes first; the gate's line says which model judged; passages in rank order.
+    assert out.splitlines()[0].startswith(("Found in your documents", "Not found in your documents", "Uncertain"))
+    assert NO_CALIBRATION in out.splitlines()[0]
+    for line in ("intent: ", "strategy: top_k=", "weights: dense=", "gate: ", "timings (ms): "):
         assert line in out, out
-    assert "try.txt" in out and " 1. [" in out and " 3. [" not in out
+    assert "the built-in prior (no calibration)" in out and '"signals"' not in out  # no raw JSON
+    assert "try.txt" in out and re.search(r"^ 1\. ", out, re.M) and not re.search(r"^ 3\. ", out, re.M)
+    assert "fused score" in out
 
     assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -54,15 +58,31 @@ def test_index_then_query_with_diagnostics(
     assert Path(result["documents"][0]["source"]).name == "lambda.txt"
     assert result["documents"][0]["provenance"] and result["timings_ms"]["total"] > 0
     assert result["gate"]["calibration"] == "prior"
+    assert result["verdict"] == result["gate"]["verdict"] in VERDICTS and result["reason"] == result["gate"]["reason"]
 
-    # Self-calibration: pseudo-queries of this index, saved in the store folder, used by the next query.
+    # Scripts: a question about something no file mentions is "not found", and says what is missing.
+    assert main(["query", "--store", store_path, "--fail-if-not-found", "How does Fortran 77 treat lambda?"]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("Not found in your documents: no passage mentions 'Fortran 77'")
+    status = main(["query", "--store", store_path, "--json", "--fail-if-not-found", "lambda expressions"])
+    assert status == (0 if json.loads(capsys.readouterr().out)["verdict"] == "found" else 3)
+
+    # Indexing keeps the gate's calibration current: the sources it has not seen get pseudo-queries.
+    assert main(["index", str(docs), "--store", store_path]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 files: 0 indexed, 3 unchanged; 0 chunks written")
+    assert "quality gate calibrated on" in out and "gate_calibration.json" in out
+    assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
+    assert json.loads(capsys.readouterr().out)["gate"]["calibration"] == "index"
+    assert main(["index", str(docs), "--store", store_path]) == 0
+    assert "quality gate" not in capsys.readouterr().out  # nothing changed: nothing to do
+
+    # `calibrate` re-runs it all.
     assert main(["calibrate", "--store", store_path, "--queries", "6"]) == 0
     out = capsys.readouterr().out
     assert "6 pseudo-queries" in out and "AUROC" in out and "gate_calibration.json" in out
     saved = json.loads((Path(store_path) / "gate_calibration.json").read_text())
-    assert set(saved["weights"]) <= set(SIGNALS)
-    assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
-    assert json.loads(capsys.readouterr().out)["gate"]["calibration"] == "index"
+    assert set(saved["weights"]) <= set(SIGNALS) and len(saved["samples"]["rows"]) == 6
 
 
 def test_errors_are_clear_and_without_traceback(

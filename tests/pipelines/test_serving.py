@@ -23,6 +23,7 @@ import httpx
 import pytest
 from processes import stop
 
+from adaptive_retrieval.components.gating.verdict import VERDICTS
 from adaptive_retrieval.components.retrieval.channels import pipeline_channels
 from adaptive_retrieval.components.routing.profiles import INTENTS
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
@@ -52,6 +53,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     folder = tmp_path_factory.mktemp("served")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ADAPTIVE_QDRANT_PATH", str(folder / "qdrant"))
+        mp.setenv("ADAPTIVE_GATE_CALIBRATION_QUERIES", "10")  # the background calibration after uploads, kept short
         for name in ("QDRANT_URL", "ADAPTIVE_UPLOAD_DIR", "ADAPTIVE_API_TOKEN", "ADAPTIVE_CORS_ORIGINS"):
             mp.delenv(name, raising=False)
         port = free_port()
@@ -106,6 +108,24 @@ def test_query_returns_documents_with_diagnostics(served: dict[str, Any]) -> Non
         assert set(doc["provenance"]) <= set(result["weights"])
         assert "embedding" not in doc["meta"]
     assert "gate" in result  # null until the pipeline has a quality gate; then its decision
+    # The gate's verdict in words, as fields of the answer (the CLI prints the reason above the passages).
+    assert result["verdict"] in VERDICTS and result["verdict"] == result["gate"]["verdict"]
+    assert result["reason"].startswith(("Found in your documents", "Not found in your documents", "Uncertain"))
+
+
+def test_the_gate_calibrates_itself_in_the_background_after_an_upload(served: dict[str, Any]) -> None:
+    """The upload answered at once; the gate's calibration follows in a background thread of the server, from
+    the index's own pseudo-queries, and the next query is judged with it."""
+    path = served["folder"] / "qdrant" / "gate_calibration.json"
+    deadline = time.monotonic() + 900  # a loaded 2-core machine: minutes, not seconds
+    while not path.exists() and time.monotonic() < deadline:
+        _query(served["client"], "What does the with statement do?")  # queries go on while it samples
+        time.sleep(2)
+    assert path.exists(), "no calibration was written after the upload"
+    saved = json.loads(path.read_text())
+    assert 0 < len(saved["samples"]["rows"]) <= 10 and saved["samples"]["sources"]
+    result = _query(served["client"], "What does the with statement do?")
+    assert result["gate"]["calibration"] == "index" and "no gate calibration yet" not in result["reason"]
 
 
 def test_reupload_skips_unchanged_and_replaces_changed(served: dict[str, Any]) -> None:

@@ -11,8 +11,13 @@ import pytest
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import ChatMessage
 
-from adaptive_retrieval.components.gating.answerability import ASKED_DOCUMENTS, asked_coverage, asked_terms
-from adaptive_retrieval.components.gating.calibration import PRIOR_FILE, fit_asked_threshold, load_prior
+from adaptive_retrieval.components.gating.answerability import (
+    ASKED_DOCUMENTS,
+    answer_type,
+    asked_coverage,
+    asked_terms,
+)
+from adaptive_retrieval.components.gating.calibration import PRIOR_FILE, asked_check_report, load_prior
 from adaptive_retrieval.components.gating.pseudo_queries import pseudo_queries
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, PRIOR, QualityGate
 from adaptive_retrieval.components.gating.reader import ChatReader, ModelReader
@@ -78,11 +83,26 @@ def test_the_gate_does_not_pass_an_on_topic_document_that_lacks_the_asked_fact()
     assert off.run(documents=docs, query=ask.format("what is the favorite cuisine?"), query_embedding=e[0])["decision"]
 
 
-def test_asked_threshold_report_from_pseudo_query_pairs() -> None:
+def test_asked_check_report_from_pseudo_query_pairs() -> None:
     pairs = np.column_stack([np.linspace(0.7, 1.0, 20), np.linspace(0.0, 0.5, 20)])
-    model, report = fit_asked_threshold(pairs, 0.6)
-    assert 0.0 <= model["asked_threshold"] <= 1.0 and report["asked_auroc"] == 1.0
-    assert fit_asked_threshold(pairs[:3], 0.6)[0] == {"asked_threshold": 0.6}  # too few pairs: the prior
+    report = asked_check_report(pairs, 0.6)
+    assert report["asked_auroc"] == 1.0 and report["asked_pass_present"] == 1.0 and report["asked_pass_absent"] == 0.0
+    assert asked_check_report(pairs[:3], 0.6) == {"asked_pairs": 3}  # too few pairs: nothing to report
+
+
+def test_the_kind_of_answer_a_question_names_need_not_be_written() -> None:
+    """ "Which protocol?": the answer is a protocol; the passage that names it need not write "protocol"."""
+    names = query_names("The method that the with statement calls on entry is defined by which protocol?")
+    assert answer_type("The method that the with statement calls on entry is defined by which protocol?", names) == {
+        "protocol"
+    }
+    assert answer_type("What is the favourite cuisine of the lawyer?", []) == set()
+    docs = [Document(content="A context manager defines __enter__ and __exit__; the with statement calls them.")]
+    kind_only = "The method that the with statement calls on entry is defined by which protocol?"
+    assert asked_coverage(docs, kind_only, query_names(kind_only)) == 1.0  # nothing asked beyond the kind
+    crime = "What crime did he commit?"  # "crime" is the kind: half forgiven where it is not written
+    assert asked_coverage([Document(content="He committed theft.")], crime, []) == 0.75
+    assert asked_coverage([Document(content="He was born in Ohio.")], crime, []) == 0.25
 
 
 def test_pseudo_queries_carry_an_absent_attribute_variant() -> None:

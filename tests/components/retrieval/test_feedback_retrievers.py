@@ -119,7 +119,7 @@ class TestSparseFeedbackRetriever:
         )["documents"]
         titles = [d.meta["title"] for d in docs]
         assert "Infarction markers" in titles, titles
-        assert all(d.embedding is not None for d in docs)  # MMR needs the vectors
+        assert all(d.embedding is None for d in docs)  # lean: MMR reads the vectors from the store by id
 
     def test_searches_its_first_hits_itself_when_the_channels_sent_none(self, index: Index) -> None:
         prf = SparseFeedbackRetriever(document_store=index.store, feedback_docs=3, top_k=5)
@@ -156,7 +156,7 @@ class TestDenseFeedbackRetriever:
         )["documents"]
         first = feedback_documents([index.nearest[:1], index.lexical[:1]], 1)[0]
         assert docs[0].id == first.id
-        assert all(d.embedding is not None for d in docs)  # MMR needs the vectors
+        assert all(d.embedding is None for d in docs)  # lean: MMR reads the vectors from the store by id
 
     def test_query_weight_one_is_the_plain_dense_search(self, index: Index) -> None:
         prf = DenseFeedbackRetriever(document_store=index.store, query_weight=1.0, top_k=3)

@@ -27,9 +27,11 @@ from hayhooks import BasePipelineWrapper
 from haystack.core.errors import PipelineRuntimeError
 from starlette.datastructures import Headers
 
+from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.indexing.manifest import read_manifests
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
+from adaptive_retrieval.pipelines.gate_upkeep import CalibrationKeeper
 from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 from adaptive_retrieval.pipelines.limits import Limits
@@ -56,6 +58,19 @@ from adaptive_retrieval.pipelines.upload_names import upload_base_name
 
 logger = logging.getLogger(__name__)
 
+#: Pseudo-queries per background update of the gate's calibration (0: none).
+CALIBRATION_QUERIES_ENV = "ADAPTIVE_GATE_CALIBRATION_QUERIES"
+
+
+def _query_pipeline() -> Any:
+    """The query pipeline the calibration keeper samples with: ``yaml/query.yaml`` over the served store (the
+    process-wide shared one), warmed up."""
+    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+
+    pipeline = load_pipeline("query")
+    pipeline.warm_up()
+    return pipeline
+
 
 class PipelineWrapper(BasePipelineWrapper):
     """Indexes uploaded files into the process-wide shared store; one indexing run at a time."""
@@ -79,6 +94,10 @@ class PipelineWrapper(BasePipelineWrapper):
         self.queue = UploadQueue.from_env()
         splitter = self.pipeline.get_component("splitter")
         self.chunk_words = int(getattr(splitter, "chunk_words", 180))
+        # After each upload or delete, the quality gate's calibration catches up in a background thread (its own
+        # query pipeline over the shared store, loaded on the first update; lowest CPU priority).
+        budget = settings.whole(CALIBRATION_QUERIES_ENV)
+        self.keeper = CalibrationKeeper(_query_pipeline, budget) if budget > 0 else None
 
     def _check_limits(self, uploads: list[tuple[str | None, bytes]]) -> None:
         """413 for a request or file over a size limit, before anything is saved or queued."""
@@ -131,6 +150,8 @@ class PipelineWrapper(BasePipelineWrapper):
                 forget_backups(paths)
                 after = read_manifests(self.store, sources)
                 total = self.store.count_documents()
+            if self.keeper is not None and (counts["indexed"] or counts["chunks_deleted"]):
+                self.keeper.request()
         except InsufficientSpaceError as err:
             raise public_server_error(507, err.public_message()) from err
         except QueueFullError as err:
@@ -177,7 +198,10 @@ class PipelineWrapper(BasePipelineWrapper):
         # of a running upload, before waiting ones, and never refused because uploads fill the queue.
         try:
             with self.queue.admit_delete():
-                return delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
+                deleted = delete_sources(self.store, names, self.uploads, graph_store_of(self.pipeline))
+            if self.keeper is not None:
+                self.keeper.request()
+            return deleted
         except InsufficientSpaceError as err:  # a delete writes too (the write-ahead log, the manifest records)
             raise public_server_error(507, err.public_message()) from err
         except QueueFullError as err:
