@@ -15,7 +15,8 @@ from adaptive_retrieval.components.stores.edge_document_store import release_all
 from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
 from adaptive_retrieval.pipelines.gate_calibration import sample_version
 from adaptive_retrieval.pipelines.gate_upkeep import CalibrationKeeper, update_calibration
-from adaptive_retrieval.pipelines.indexing_pipeline import delete_sources, index_paths, store_of
+from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths
+from adaptive_retrieval.pipelines.indexing_pipeline import store_of
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
