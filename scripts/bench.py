@@ -191,7 +191,7 @@ def worker(size: int, queries: int, root: Path, filler: int = 0) -> dict[str, An
 def gate_signals_peer(pipeline: Any, asked: list[str]) -> dict[str, Any]:
     """The gate's signals on each query's returned list, timed with soft matching of the asked words (the gate
     as configured) and with stems only (its peer, ``soft_match=False``), alternating on the same lists."""
-    from adaptive_retrieval.components.gating.quality_gate import QualityGate
+    from adaptive_retrieval.components.gating import QualityGate
     from adaptive_retrieval.pipelines.query_pipeline import run_query
 
     gate = pipeline.get_component("gate")
@@ -238,7 +238,7 @@ def mmr_comparison(size: int, queries: int, root: Path, lambda_: float = 0.5, to
     from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersDiversityRanker
     from sentence_transformers import SentenceTransformer
 
-    from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
+    from adaptive_retrieval.components.selection import MMRSelector
     from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 
     passages = synthetic_passages(size)

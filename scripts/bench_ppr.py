@@ -56,10 +56,8 @@ import numpy as np
 from haystack import Document
 
 from adaptive_retrieval.components.ids import chunk_id
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
-from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
-from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
+from adaptive_retrieval.components.indexing import EntityExtractor, GraphWriter
+from adaptive_retrieval.components.retrieval import GraphLocalRetriever, GraphPPRRetriever
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
 from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityInfo, Subgraph
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections

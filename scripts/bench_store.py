@@ -33,7 +33,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores import EdgeDocumentStore
 from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch
 from evaluation.metrics import percentiles
 

@@ -33,13 +33,14 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document
 
 from adaptive_retrieval.components.ids import stable_id
-from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
-from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
+from adaptive_retrieval.components.indexing import (
+    CommunityDetector,
+    EntityExtractor,
+    GraphWriter,
+    ReplacingDocumentWriter,
+)
+from adaptive_retrieval.components.models import Bm25DocumentEmbedder, OnnxDocumentEmbedder
+from adaptive_retrieval.components.stores import SQLiteGraphStore
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from evaluation.data import EvalSet, Question, load_hotpot, load_wiki2

@@ -34,9 +34,9 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document
 from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
 
-from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
-from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
+from adaptive_retrieval.components.indexing import ReplacingDocumentWriter
+from adaptive_retrieval.components.models import OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval import SectionTreeRetriever
 from adaptive_retrieval.components.routing.profiles import default_profiles
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, file_hash
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query

@@ -19,9 +19,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document
 
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.models import Bm25DocumentEmbedder, Bm25TextEmbedder
+from adaptive_retrieval.components.stores import EdgeDocumentStore
 from evaluation.data import load_hotpot
 
 

@@ -58,7 +58,7 @@ def _words(text: str) -> str:
 def reference(files: list[str]) -> dict[str, list[dict[str, Any]]]:
     """``{file name: [{"path": [...], "text": normalised text}]}`` for PDFs and reference topics."""
     logging.disable(logging.WARNING)
-    from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+    from adaptive_retrieval.components.indexing import SectionSplitter
     from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
 
     out: dict[str, list[dict[str, Any]]] = {}

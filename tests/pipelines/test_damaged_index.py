@@ -124,7 +124,7 @@ def test_a_damaged_vector_raises_on_the_query_path_and_stays_readable_for_repair
 ) -> None:
     """``fetch_documents`` (the channels' reads) raises as a search does, with the point cache or without it;
     ``get_documents_by_id`` (the indexing side, ``stats --verify``) reads what is stored."""
-    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+    from adaptive_retrieval.components.stores import EdgeDocumentStore
     from adaptive_retrieval.components.stores.edge_errors import StoreDamagedError
     from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV
 

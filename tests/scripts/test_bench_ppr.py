@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench_ppr import replica_documents, tag_replica
 
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing import EntityExtractor
 from evaluation.data import Passage
 
 PASSAGES = [
