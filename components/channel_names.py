@@ -3,8 +3,8 @@ pipeline has it by default, and which other channels' documents it reads. Pure d
 
 The router, the profiles and the joiner need only this; the component class of each channel and how it is wired
 (its query inputs, stores and init parameters) stay with retrieval, in
-:mod:`adaptive_retrieval.components.retrieval.channels`, which checks at import that its registrations and this
-table name the same channels in the same order.
+:mod:`adaptive_retrieval.components.retrieval.channels`, whose ``CHANNELS`` follows this table's order and which
+checks at import that every channel named here has one component there and no component lacks a name here.
 
 Usage::
 
