@@ -2,7 +2,7 @@
 wrong and what to run, never a traceback nor an answer; the repair the message names brings it back.
 
 Real parts: an index built by the YAML indexing pipeline (Qdrant Edge folder and SQLite graph), damaged on disk
-the ways ``scripts/fault_test.py --damage`` does (the same functions), and the CLI's ``main``.
+the ways ``scripts/lab/fault_test.py --damage`` does (the same functions), and the CLI's ``main``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""scripts/bench_ppr.py: the replica tagging that grows the benchmark index keeps each replica's entities its own."""
+"""scripts/lab/bench_ppr.py: the replica tagging that grows the benchmark index keeps each replica's entities its
+own."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 keeps the router's intent probabilities, the query embedding and each channel's ranked list; :func:`replay` then
 gives the pipeline's answer under any profile set with the pipeline's own joiner, MMR selector, reranker and
 quality gate (a retry replays the router's escalated strategy, as the loop does); :func:`agreement` checks it
-against real runs. Used by ``scripts/calibrate_profiles.py``.
+against real runs. Used by ``scripts/lab/calibrate_profiles.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Load test of the REST app on loopback: N concurrent clients for M seconds, then the same load while files are
 uploaded for indexing; reports throughput, latency percentiles and errors, and checks that no document is lost.
 
-python scripts/load_test.py [--clients 8] [--seconds 20] [--uploads 6] [--topics 40] [--workdir DIR]
+python scripts/lab/load_test.py [--clients 8] [--seconds 20] [--uploads 6] [--topics 40] [--workdir DIR]
                             [--workers 1,2] [--query-concurrency 0,2] [--rounds 1] [--json OUT]
                             [--baseline-python OTHER_CHECKOUT/.venv/bin/python]
 

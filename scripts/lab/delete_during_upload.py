@@ -9,8 +9,8 @@ with another interpreter (e.g. an older checkout's virtual environment) to measu
 
 Usage::
 
-    python scripts/delete_during_upload.py                       # this checkout
-    python scripts/delete_during_upload.py --python ../main/.venv/bin/python
+    python scripts/lab/delete_during_upload.py                       # this checkout
+    python scripts/lab/delete_during_upload.py --python ../main/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 HOST = "127.0.0.1"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _topics(count: int) -> list[tuple[str, str]]:

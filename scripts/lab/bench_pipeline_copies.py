@@ -1,13 +1,13 @@
 """What Haystack's copy of every component input costs the query pipeline, measured with public APIs only.
 
-    python scripts/bench_pipeline_copies.py [--chunks 1000] [--queries 50] [--repeats 300]
+    python scripts/lab/bench_pipeline_copies.py [--chunks 1000] [--queries 50] [--repeats 300]
 
 ``Pipeline.run`` deep-copies every input of every component before it runs, and checks each value it copies
 against Haystack's runtime ``Component`` protocol (``isinstance``), so that components passed as data are not
 copied. A query through ``yaml/query.yaml`` hands hundreds of documents from one component to the next. Steps,
 in one run:
 
-1. index ``--chunks`` synthetic passages (``scripts/bench.py``'s corpus and cache) and answer ``--queries``
+1. index ``--chunks`` synthetic passages (``scripts/lab/bench.py``'s corpus and cache) and answer ``--queries``
    synthetic queries with every component's outputs kept (``include_outputs_from``); for each connection of the
    pipeline, count the documents its sender gave (Haystack copies each once, when the receiver runs; a component
    that runs twice, in a retry, is counted once);
@@ -39,8 +39,6 @@ from typing import Any
 
 from haystack import Document, Pipeline, component
 from haystack.core.component import Component
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @component

@@ -13,8 +13,8 @@ summary nodes, are written to a second folder, the flat index. Compared, per que
 Storage overhead is the bytes on disk of the tree index over the flat one; build time is the SectionTreeBuilder's
 share of the indexing run (per 1,000 chunks, and against the dense embedder's time in the same run).
 
-    nice -n 10 .venv/bin/python scripts/eval_section_tree.py
-    nice -n 10 .venv/bin/python scripts/eval_section_tree.py --papers 3     # quick check on three papers
+    nice -n 10 .venv/bin/python scripts/lab/eval_section_tree.py
+    nice -n 10 .venv/bin/python scripts/lab/eval_section_tree.py --papers 3     # quick check on three papers
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from adaptive_retrieval.pipelines.timing import stage_timings
 from evaluation.data import load_aragog
 from evaluation.metrics import recall_at_k, reciprocal_rank
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def folder_bytes(path: Path) -> int:

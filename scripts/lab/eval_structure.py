@@ -1,6 +1,6 @@
 """Do structural questions land in the right section? Top-1 / top-3 section accuracy of the query pipeline.
 
-Questions: ``scripts/eval_structure_questions.json`` (written before any system was run on them): 37 about the
+Questions: ``scripts/lab/eval_structure_questions.json`` (written before any system was run on them): 37 about the
 ARAGOG papers (``../shared/data/aragog/papers``: numbered sections, appendices, introductions, conclusions,
 tables) and 14 about the Python language reference topics the demo indexes (``pydoc_data``), by number ("Section
 3.2", "Appendix B", "Table 2"), by name ("the section on resolution of names") and by position ("the last
@@ -20,7 +20,7 @@ Run it on another checkout (e.g. main, for the before figures) with that checkou
     git worktree add --detach /tmp/struct-base main && ln -s $PWD/.venv $PWD/models /tmp/struct-base/
     (cd /tmp/struct-base && PYTHONPATH=/tmp/struct-base nice -n 10 $OLDPWD/.venv/bin/python \\
         $OLDPWD/scripts/eval_structure.py --label before --work /tmp/eval-structure-before)
-    PYTHONPATH=$PWD nice -n 10 .venv/bin/python scripts/eval_structure.py --label after
+    PYTHONPATH=$PWD nice -n 10 .venv/bin/python scripts/lab/eval_structure.py --label after
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WINDOW = 60
 
 
@@ -125,7 +125,7 @@ def chunk_in_section(doc: Any, spec: dict[str, Any], ref: dict[str, list[dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "aragog"))
-    parser.add_argument("--questions", default=str(ROOT / "scripts" / "eval_structure_questions.json"))
+    parser.add_argument("--questions", default=str(ROOT / "scripts" / "lab" / "eval_structure_questions.json"))
     parser.add_argument("--work", default=str(ROOT / ".adaptive" / "eval_structure"))
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions (a quick check)")

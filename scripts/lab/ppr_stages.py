@@ -1,9 +1,9 @@
 """Where does a channel's gain go between the fused list and the final answer? full@10 at every stage of the
 adaptive query pipeline, with and without ``graph_ppr``, by question type (hop count on MuSiQue).
 
-Stages, per pipeline (the index is the one ``scripts/evaluate.py`` caches for the same corpus arguments):
+Stages, per pipeline (the index is the one ``scripts/lab/evaluate.py`` caches for the same corpus arguments):
 
-- ``fused``: the joiner's first 10 on the first attempt (what ``scripts/eval_ppr.py`` scores);
+- ``fused``: the joiner's first 10 on the first attempt (what ``scripts/lab/eval_ppr.py`` scores);
 - ``mmr``: MMR's first 10 on the first attempt;
 - ``first``: the final list of the first attempt (after the ranker and StructuralFirst, no retry);
 - ``final``: what the pipeline returns (with the quality gate's retries).
@@ -12,7 +12,7 @@ Stages, per pipeline (the index is the one ``scripts/evaluate.py`` caches for th
 sets every profile's MMR λ to 1; ``gate.max_retries=0``; ``graph_ppr.similarity_weight=0.5``; ...), all asked
 on the same questions.
 
-    python scripts/ppr_stages.py --corpus ../shared/data/musique_dev100/corpus.jsonl \\
+    python scripts/lab/ppr_stages.py --corpus ../shared/data/musique_dev100/corpus.jsonl \\
         --corpus ../shared/data/wiki2_corpus/corpus.json --questions ../shared/data/musique_dev100/questions.jsonl \\
         --name musique --query-yaml query_ppr --split train \
         --variant "ex20:graph_ppr.exclude_hits=20" --variant "share:router.relational.ppr_share=0.2"
@@ -30,15 +30,13 @@ from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
+from evaluate import build_evalset, parse_args  # a sibling: the script's folder is first on sys.path
 from haystack import Pipeline
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 from evaluation.systems import AdaptiveSystem, eval_folder
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from evaluate import build_evalset, parse_args
 
 STAGES = ("fused", "mmr", "first", "final")
 

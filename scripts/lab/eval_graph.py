@@ -13,8 +13,8 @@ question; the fused lists are then computed for each variant with the pipeline's
 - ``equal``:  equal weights over the variant's channels;
 - ``+mmr``:   the router variant followed by the pipeline's ``MMRSelector`` (what the pipeline returns).
 
-    nice -n 10 .venv/bin/python scripts/eval_graph.py
-    nice -n 10 .venv/bin/python scripts/eval_graph.py --distractors 0        # hotpotqa100 alone, quick
+    nice -n 10 .venv/bin/python scripts/lab/eval_graph.py
+    nice -n 10 .venv/bin/python scripts/lab/eval_graph.py --distractors 0        # hotpotqa100 alone, quick
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from adaptive_retrieval.pipelines.store_config import make_store
 from evaluation.data import EvalSet, Question, load_hotpot, load_wiki2
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BATCH = 512
 
 

@@ -1,6 +1,6 @@
 """Calibrate the QualityGate on HotpotQA: answerable questions against the same questions made unanswerable.
 
-python scripts/calibrate_gate.py [--data ../shared/data/hotpotqa100] [--root .adaptive/eval-gate]
+python scripts/lab/calibrate_gate.py [--data ../shared/data/hotpotqa100] [--root .adaptive/eval-gate]
                                  [--folds 5] [--l2 1.0] [--limit N] [--json out.json]
 
 1. Index the corpus once through ``yaml/indexing.yaml`` into ``--root`` (cached per corpus and YAML).
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack.document_stores.types import DuplicatePolicy  # noqa: E402
@@ -223,7 +223,7 @@ def write_prior(fitted: dict[str, Any], args: argparse.Namespace, cv_auroc: floa
     prior.update(fitted)
     prior.setdefault("provenance", {})["weights"] = {
         "data": f"{Path(args.data).name} ({n} questions; answerable vs. their supporting passages removed)",
-        "command": "python scripts/calibrate_gate.py " + " ".join(sys.argv[1:]),
+        "command": "python scripts/lab/calibrate_gate.py " + " ".join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "metric": f"AUROC {in_sample:.3f} in sample, {cv_auroc:.3f} out of fold ({args.folds} folds); "
         "pass_threshold = Youden's J",

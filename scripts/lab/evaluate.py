@@ -1,11 +1,11 @@
 """Retrieval quality of stock Haystack baselines and the adaptive pipeline, side by side in one run.
 
-    python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --json eval-hotpot.json
-    python scripts/evaluate.py --hotpot ../shared/data/hotpotqa100 --wiki2 ../shared/data/wiki2_corpus
-    python scripts/evaluate.py --aragog ../shared/data/aragog --json eval-aragog.json
-    python scripts/evaluate.py --musique musique_ans_v1.0_dev.jsonl --wiki2 ../shared/data/wiki2_corpus
-    python scripts/evaluate.py --corpus a.jsonl --corpus b.jsonl --questions q.jsonl --json out.json
-    python scripts/evaluate.py --corpus ../shared/data/musique_dev100/corpus.jsonl \
+    python scripts/lab/evaluate.py --hotpot ../shared/data/hotpotqa100 --json eval-hotpot.json
+    python scripts/lab/evaluate.py --hotpot ../shared/data/hotpotqa100 --wiki2 ../shared/data/wiki2_corpus
+    python scripts/lab/evaluate.py --aragog ../shared/data/aragog --json eval-aragog.json
+    python scripts/lab/evaluate.py --musique musique_ans_v1.0_dev.jsonl --wiki2 ../shared/data/wiki2_corpus
+    python scripts/lab/evaluate.py --corpus a.jsonl --corpus b.jsonl --questions q.jsonl --json out.json
+    python scripts/lab/evaluate.py --corpus ../shared/data/musique_dev100/corpus.jsonl \
         --corpus ../shared/data/wiki2_corpus/corpus.json --questions ../shared/data/musique_dev100/questions.jsonl \
         --name musique --systems stock_hybrid_rrf,adaptive --drop-channel graph_ppr
 
@@ -17,7 +17,7 @@ in turn on each question, so load on the machine affects them alike), and the sa
 adaptive system the routed intent of every question is tallied against the question type (confusion matrix).
 ``--drop-channel C`` adds the system ``adaptive_no_C``: the same pipeline and index without channel ``C``, asked
 in the same run. ``--fixed-profile [FILE]`` adds ``adaptive_fixed``: the same pipeline with one profile for every
-query (the packaged ``fixed_profile`` that ``scripts/calibrate_profiles.py --fixed --write`` fitted on the routed
+query (the packaged ``fixed_profile`` that ``scripts/lab/calibrate_profiles.py --fixed --write`` fitted on the routed
 profiles' training questions, or the one in FILE), the peer that routing has to beat. Question types such as
 MuSiQue's 2hop/3hop/4hop get a compact full@10 / recall@10 table with
 the ratio to the stock RRF hybrid. With both adaptive and the stock RRF hybrid asked, the report also counts the
@@ -72,7 +72,7 @@ from evaluation.systems import (
     read_fixed_profile,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WARMUP_QUESTIONS = 3
 
 
@@ -92,7 +92,7 @@ def build_evalset(args: argparse.Namespace) -> EvalSet:
     if args.wiki2:
         evalset = evalset.with_distractors(load_wiki2(args.wiki2, limit=args.wiki2_limit))
     if args.split != "all":
-        # The same deterministic split scripts/calibrate_profiles.py fits on: report on questions it never saw.
+        # The same deterministic split scripts/lab/calibrate_profiles.py fits on: report on questions it never saw.
         train, held_out = evalset.split(args.held_out, args.seed)
         evalset = EvalSet(evalset.name, evalset.passages, held_out if args.split == "held-out" else train)
     if args.limit:
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         # Close the local Qdrant clients while the interpreter is intact (and free the folder's lock).
         release_all_clients()
-    report["command"] = "python scripts/evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    report["command"] = "python scripts/lab/evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(markdown(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

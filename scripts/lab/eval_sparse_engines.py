@@ -4,7 +4,7 @@ Both vectorise the passages (title + text) with the bundled stop words, both are
 scored with Qdrant's IDF modifier, and each question asks for its top 10. Prints recall@10, full-support@10 and
 MRR per engine, and how many passages got the same term set from both.
 
-    python scripts/eval_sparse_engines.py --hotpot ../shared/data/hotpotqa100
+    python scripts/lab/eval_sparse_engines.py --hotpot ../shared/data/hotpotqa100
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Latency, throughput and memory of the adaptive pipelines, and MMRSelector vs Haystack's diversity ranker.
 
-    python scripts/bench.py [--sizes 1000,10000] [--queries 40] [--json OUT.json]
-    python scripts/bench.py --sizes 1000 --filler 100000   # the same 1,000 indexed passages in a 100k-point store
+    python scripts/lab/bench.py [--sizes 1000,10000] [--queries 40] [--json OUT.json]
+    python scripts/lab/bench.py --sizes 1000 --filler 100000   # the same 1,000 indexed passages in a 100k-point store
 
 For every size N (synthetic passages cut from the Python language reference, one chunk each) a fresh process
 indexes N passages through yaml/indexing.yaml into its own Qdrant folder under .adaptive/bench-N (reused by
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 from adaptive_retrieval.pipelines.threads import limit_blas_threads  # noqa: E402
 from evaluation.data import EvalSet, Passage  # noqa: E402
@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         report["mmr"] = mmr_comparison(int(first), args.mmr_queries, root)
         report["mmr_speedup"] = report["mmr"]["mmr_speedup"]
         report["mmr_same_selection"] = report["mmr"]["mmr_same_selection"]
-    report["command"] = "python scripts/bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    report["command"] = "python scripts/lab/bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(markdown({**report, "sizes": measured}))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))

@@ -2,14 +2,14 @@
 them): per query the final documents' ids and scores (exact) and a digest of each one's text and ``meta``, the
 intent, the channel weights, the gate's decision, quality, signals and attempts.
 
-    python scripts/result_fingerprint.py --out before.json            # on the old code
-    python scripts/result_fingerprint.py --out after.json --compare before.json   # exit 1 on any difference
-    python scripts/result_fingerprint.py --set ../shared/data/hotpotqa100 --out hotpot-before.json
+    python scripts/lab/result_fingerprint.py --out before.json            # on the old code
+    python scripts/lab/result_fingerprint.py --out after.json --compare before.json   # exit 1 on any difference
+    python scripts/lab/result_fingerprint.py --set ../shared/data/hotpotqa100 --out hotpot-before.json
 
-The index is ``scripts/bench.py``'s synthetic one (``--chunks`` passages, cached under ``--root``), the queries
+The index is ``scripts/lab/bench.py``'s synthetic one (``--chunks`` passages, cached under ``--root``), the queries
 its synthetic queries (``--queries``, fixed seed), run in process through ``yaml/query.yaml`` with ``run_query``.
 With ``--set FOLDER``, a development set instead (HotpotQA's ``corpus.json`` + ``questions.json``, or a JSONL
-``corpus.jsonl`` + ``questions.jsonl`` such as ``musique_dev100``; ``scripts/evaluation/data.py``): its passages
+``corpus.jsonl`` + ``questions.jsonl`` such as ``musique_dev100``; ``scripts/lab/evaluation/data.py``): its passages
 are indexed once (cached under ``--root``) and its questions are the queries (``--queries``: the first N).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def document_digest(document: Any) -> str:
@@ -45,14 +45,13 @@ def dev_set(folder: Path) -> Any:
 def fingerprint(chunks: int, queries: int, root: Path, folder: Path | None = None) -> dict[str, Any]:
     """``{query: {"documents": [[id, score], ...], "digests": [...], "intent": ..., "weights": ...,
     "decision": ..., "quality": ..., "signals": ..., "attempts": ...}}``."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from bench import bench_root, synthetic_passages, synthetic_queries  # noqa: I001 (scripts/ on the path)
-    from evaluation.data import EvalSet
-    from evaluation.systems import AdaptiveSystem
+    from bench import bench_root, synthetic_passages, synthetic_queries  # a sibling in the lab
 
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.query_pipeline import run_query
     from adaptive_retrieval.pipelines.threads import limit_blas_threads
+    from evaluation.data import EvalSet
+    from evaluation.systems import AdaptiveSystem
 
     limit_blas_threads()
     if folder is None:

@@ -33,7 +33,7 @@ graph part (the graph part is timed in a second call right after ``run()``, on w
 Built stores are cached under ``--root`` (one folder per replica count, extraction cached per replica), so a
 re-run only queries. Latency is only meaningful as ratios within one run on a shared machine.
 
-    python scripts/bench_ppr.py --sizes 10000,100000 --json bench_ppr.json
+    python scripts/lab/bench_ppr.py --sizes 10000,100000 --json bench_ppr.json
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphS
 from adaptive_retrieval.components.text.stopwords import stopwords
 from evaluation.data import Passage, Question, load_hotpot, load_jsonl, load_wiki2
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIM = 384
 WRITE_BATCH = 2000
 logger = logging.getLogger("bench_ppr")

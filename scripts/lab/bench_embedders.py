@@ -1,6 +1,6 @@
 """CPU embedder comparison: torch fp32 (sentence-transformers) vs ONNX fp32 vs ONNX INT8 on the same passages.
 
-    python scripts/bench_embedders.py [--passages 1000] [--batch-size 32] [--hotpot ../shared/data/hotpotqa100]
+    python scripts/lab/bench_embedders.py [--passages 1000] [--batch-size 32] [--hotpot ../shared/data/hotpotqa100]
                                       [--json OUT.json]
 
 The reference is sentence-transformers (torch fp32) on the packaged all-MiniLM-L6-v2 folder, i.e. what stock

@@ -10,8 +10,8 @@ optimised; local mode is exact).
 
 Usage::
 
-    python scripts/bench_store.py --sizes 20000,100000 --queries 50 --json bench_store.json
-    python scripts/bench_store.py --sizes 20000,100000 --stock-sizes 20000   # Edge alone at 100k
+    python scripts/lab/bench_store.py --sizes 20000,100000 --queries 50 --json bench_store.json
+    python scripts/lab/bench_store.py --sizes 20000,100000 --stock-sizes 20000   # Edge alone at 100k
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One-shot CLI timings: ``query`` on a small index, ``index`` of one small file, and ``--help``, each the median
 over fresh processes, with the bare ``from haystack import Pipeline`` import as the peer measured in the same run.
 
-    python scripts/bench_cli.py [--runs 5] [--cli PATH/TO/adaptive-retrieval] [--store DIR]
+    python scripts/lab/bench_cli.py [--runs 5] [--cli PATH/TO/adaptive-retrieval] [--store DIR]
 
 The corpus is six chapters of the Python language reference (CPython's ``pydoc_data``, no download), indexed once
 into a temporary store before the timed runs; each timed ``index`` run writes one file into a fresh store. Runs of

@@ -25,8 +25,8 @@ after the Python cases. Exit status 1 when any of the last six classes is non-ze
 
 Usage::
 
-    python scripts/bad_inputs.py                     # every case (~430; about 10 minutes on 2 busy cores)
-    python scripts/bad_inputs.py --quick --json out.json
+    python scripts/lab/bad_inputs.py                     # every case (~430; about 10 minutes on 2 busy cores)
+    python scripts/lab/bad_inputs.py --quick --json out.json
 """
 
 from __future__ import annotations

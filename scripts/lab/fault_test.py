@@ -23,10 +23,10 @@ error instead of dying of SIGBUS (exit 135), and once space is freed the index m
 
 Usage::
 
-    python scripts/fault_test.py --kills 20 --files 12            # prints one line per kill and a summary
-    python scripts/fault_test.py --kills 6 --server --json out.json
-    python scripts/fault_test.py --kills 0 --server --server-kills 20 --workers 2   # the server path with workers
-    python scripts/fault_test.py --kills 0 --damage --disk-full   # the damaged-index and full-disk cases only
+    python scripts/lab/fault_test.py --kills 20 --files 12            # prints one line per kill and a summary
+    python scripts/lab/fault_test.py --kills 6 --server --json out.json
+    python scripts/lab/fault_test.py --kills 0 --server --server-kills 20 --workers 2   # the server path with workers
+    python scripts/lab/fault_test.py --kills 0 --damage --disk-full   # the damaged-index and full-disk cases only
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("ADAPTIVE_FAULT_DATA", ROOT.parent / "shared" / "data" / "hotpotqa100" / "corpus.json"))
 POINTS = (
     "index.after_pending:1",

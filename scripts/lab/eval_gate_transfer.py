@@ -1,21 +1,21 @@
 """Does the quality gate transfer? The shipped prior against the index's own self-calibration, on real questions.
 
-python scripts/eval_gate_transfer.py --hotpot ../shared/data/hotpotqa100 \\
+python scripts/lab/eval_gate_transfer.py --hotpot ../shared/data/hotpotqa100 \\
     --corpus ../shared/data/musique_dev100/corpus.jsonl --questions ../shared/data/musique_dev100/questions.jsonl \\
     [--root .adaptive/eval-gate-transfer] [--pseudo 500] [--seed 0] [--limit N] [--json out.json]
-python scripts/eval_gate_transfer.py --corpus ../shared/data/dragonball_law_en/corpus.jsonl \
+python scripts/lab/eval_gate_transfer.py --corpus ../shared/data/dragonball_law_en/corpus.jsonl \
     --questions ../shared/data/dragonball_law_en/questions.jsonl \
     --unanswerable-type "Irrelevant Unsolvable Question" [--leave-out 0.5]
 
 Per evaluation set:
 
-1. Index the corpus (cached per corpus and YAML, like ``scripts/evaluate.py``).
+1. Index the corpus (cached per corpus and YAML, like ``scripts/lab/evaluate.py``).
 2. Self-calibrate on pseudo-queries of that index only (:mod:`adaptive_retrieval.pipelines.gate_calibration`; no
 question and no
    gold label is read) and write ``gate_calibration.json`` into the store folder, as ``adaptive-retrieval
    calibrate`` does.
 3. Run every real question twice with the loop off: *answerable* (index as is) and *unanswerable* (its
-   supporting passages deleted from the eval index and restored after, as in ``scripts/calibrate_gate.py``).
+   supporting passages deleted from the eval index and restored after, as in ``scripts/lab/calibrate_gate.py``).
 4. Score the attempt-0 signals with the prior (the hotpotqa fit shipped in the gate) and with the
    self-calibration: AUROC answerable vs unanswerable and pass rates at each model's own threshold.
    With ``--unanswerable-type T`` the questions of type ``T`` are the unanswerable ones (their document is
@@ -38,14 +38,12 @@ import json
 import logging
 import os
 import pickle
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from calibrate_gate import decision_shares, features, passages, run_both, stores_of  # noqa: E402

@@ -1,7 +1,7 @@
 """Encoder benchmark on one device: every back end and precision of the package against sentence-transformers and
 against the model's own bare forward, in one run, for all-MiniLM-L6-v2 and a BERT-large shape.
 
-    python scripts/bench_gpu.py [--device cuda|cpu] [--passages 16384] [--batch-size 256] [--large 24x1024]
+    python scripts/lab/bench_gpu.py [--device cuda|cpu] [--passages 16384] [--batch-size 256] [--large 24x1024]
                                 [--model DIR] [--reference FILE] [--compiled] [--json OUT.json]
 
 Rows (each encodes the same passages with the same batch size, after a warm-up batch; they take turns, ``--rounds``
@@ -23,7 +23,7 @@ times, and the best round counts, so that a change in the machine's load falls o
 Columns: passages/s; 1-query ms (median of single-query encodes, end to end: tokenise, run, copy back); cosine to
 the reference (mean, min) and top-10 overlap (each query's 10 nearest passages, against the reference's). The
 reference is CPU fp32 ONNX (the package's own fp32 graph on ONNX Runtime's CPU provider), read from
-``--reference`` (``scripts/gpu_carry_bundle.py`` writes it, with the weights as fp16 safetensors) or computed
+``--reference`` (``scripts/lab/gpu_carry_bundle.py`` writes it, with the weights as fp16 safetensors) or computed
 here on the CPU before the timed runs. The BERT-large shape has random weights: throughput only.
 
 After the table the targets of issue 43 (for an H100/H200, MiniLM, batch 256) are checked against this run's

@@ -15,7 +15,7 @@ from typing import Any
 from adaptive_retrieval.components.routing.profiles import mix_profiles
 from evaluation.replay import MRR_WEIGHT, Scorer, objective_of_means
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROFILES_JSON = ROOT / "components" / "routing" / "data" / "profiles.json"
 WEIGHT_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 # Deeper lists cost latency at every stage (Haystack copies each component's inputs): the grid stays within the

@@ -1,4 +1,4 @@
-"""The retrieval systems ``scripts/evaluate.py`` compares: stock Haystack baselines and the adaptive pipelines.
+"""The retrieval systems ``scripts/lab/evaluate.py`` compares: stock Haystack baselines and the adaptive pipelines.
 
 Every system indexes the passages of an :class:`~evaluation.data.EvalSet` and answers a question
 with a ranked list of passage ids (chunks mapped back through ``meta["passage_id"]``) and its wall time.

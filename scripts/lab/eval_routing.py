@@ -1,14 +1,14 @@
 """Where the router sends each type of question: a confusion table of question type × routed intent, no index needed.
 
-    python scripts/eval_routing.py --corpus DATA/dragonball_law_en/corpus.jsonl \
+    python scripts/lab/eval_routing.py --corpus DATA/dragonball_law_en/corpus.jsonl \
         --questions DATA/dragonball_law_en/questions.jsonl --name law
-    python scripts/eval_routing.py --hotpot DATA/hotpotqa100 --aragog DATA/aragog --json routing.json
+    python scripts/lab/eval_routing.py --hotpot DATA/hotpotqa100 --aragog DATA/aragog --json routing.json
 
 Every question is embedded with the shipped model and routed by the ``IntentRouter`` of ``yaml/query.yaml`` (its
 rules, exemplars and profiles, soft routing as shipped). Printed per set: the count of each (type, top intent)
 pair, the share of the routing probability each type gives each intent (the soft mix the strategy is made of),
 and the mean channel weights each type ends up with. Routing takes no retrieval, so this runs in seconds; the
-quality each routing decision leads to is ``scripts/evaluate.py``'s (its report has the same table).
+quality each routing decision leads to is ``scripts/lab/evaluate.py``'s (its report has the same table).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     embedder = OnnxTextEmbedder(model=router.model, precision=router.precision, return_list=False)
     embedder.warm_up()
     router.warm_up()
-    report = {"command": "python scripts/eval_routing.py " + " ".join(sys.argv[1:] if argv is None else argv)}
+    report = {"command": "python scripts/lab/eval_routing.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     for evalset in sets:
         report[evalset.name] = route_set(evalset, router, embedder)
         print(markdown(evalset.name, report[evalset.name], list(router.intents)))

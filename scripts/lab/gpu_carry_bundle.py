@@ -1,14 +1,14 @@
-"""Write what a bare GPU machine needs to run ``scripts/bench_gpu.py`` in one short call: the packaged
+"""Write what a bare GPU machine needs to run ``scripts/lab/bench_gpu.py`` in one short call: the packaged
 all-MiniLM-L6-v2 weights as fp16 safetensors (~45 MB) with its tokenizer and sentence-transformers files, the CPU
 fp32 ONNX reference computed here, and (``--wheels``) the wheels of what the benchmark imports that such a machine
 lacks (it has torch, transformers, sentence-transformers, tokenizers and CPU onnxruntime).
 
-    python scripts/gpu_carry_bundle.py gpu-carry [--passages 16384] [--queries 256] [--wheels]
+    python scripts/lab/gpu_carry_bundle.py gpu-carry [--passages 16384] [--queries 256] [--wheels]
 
 Then, on the GPU machine, from the repository root (the bundle carried beside it):
 
     pip install --no-index --no-deps gpu-carry/wheels/*.whl     # only with --wheels
-    python scripts/bench_gpu.py --model gpu-carry/all-MiniLM-L6-v2 --reference gpu-carry/reference.npz \\
+    python scripts/lab/bench_gpu.py --model gpu-carry/all-MiniLM-L6-v2 --reference gpu-carry/reference.npz \\
         --json bench.json
 
 The reference stores the passage vectors as float16 (cosines to 4 decimals are unchanged; 16,384 passages take
@@ -116,7 +116,7 @@ def write_wheels(out: Path, python_version: str | None = None) -> list[str]:
     needed = {n: v for n, v in imported_distributions().items() if _name(n) not in there}
     needed.pop("adaptive-retrieval", None)
     needed.pop("adaptive_retrieval", None)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(root)], check=True
     )

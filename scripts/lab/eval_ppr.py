@@ -1,16 +1,17 @@
 """Does the graph-PPR channel reach 3- and 4-hop passages? Channel-level figures by hop count, a parameter grid for
 choosing its settings on a training split, and how well the query's entities are linked to seed the walk.
 
-The index is the one ``scripts/evaluate.py`` caches for the same arguments (``--corpus/--questions/--wiki2/--name``),
-so run that first. Per question the router, dense, sparse and graph_local channels run once; each graph_ppr variant
-then runs on the same inputs, and the lists are fused by the pipeline's ``WeightedRRFJoiner`` with the router's
-weights plus ``graph_ppr`` at ``--ppr-weight`` (a share of the total), scored at k = 10 (no MMR or reranker).
+The index is the one ``scripts/lab/evaluate.py`` caches for the same arguments
+(``--corpus/--questions/--wiki2/--name``), so run that first. Per question the router, dense, sparse and
+graph_local channels run once; each graph_ppr variant then runs on the same inputs, and the lists are fused by
+the pipeline's ``WeightedRRFJoiner`` with the router's weights plus ``graph_ppr`` at ``--ppr-weight`` (a share of
+the total), scored at k = 10 (no MMR or reranker).
 
-    python scripts/eval_ppr.py --corpus ../shared/data/musique_dev100/corpus.jsonl \\
+    python scripts/lab/eval_ppr.py --corpus ../shared/data/musique_dev100/corpus.jsonl \\
         --questions ../shared/data/musique_dev100/questions.jsonl --wiki2 ../shared/data/wiki2_corpus \\
         --name musique --split train --grid "restart=0.3,0.5;similarity_weight=0.3,0.5"
-    python scripts/eval_ppr.py ... --split all --linking      # seed-linking precision/recall (MuSiQue)
-    python scripts/eval_ppr.py --musique musique_ans_v1.0_dev.jsonl --wiki2 ../shared/data/wiki2_corpus \
+    python scripts/lab/eval_ppr.py ... --split all --linking      # seed-linking precision/recall (MuSiQue)
+    python scripts/lab/eval_ppr.py --musique musique_ans_v1.0_dev.jsonl --wiki2 ../shared/data/wiki2_corpus \
         --split all --linking                                  # MuSiQue as released, decompositions included
 
 Seed linking (``--linking``, needs ``meta.decomposition`` in the questions): the entities a question names are
@@ -52,7 +53,7 @@ from evaluation.data import (
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 from evaluation.systems import AdaptiveSystem, eval_folder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INTEGER_SETTINGS = ("hops", "seed_hits", "chunks_per_entity", "expand_per_hop", "candidate_pool", "max_seeds")
 
 

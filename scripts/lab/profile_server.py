@@ -1,10 +1,10 @@
 """Where the REST server's CPU goes per query, against the same pipeline run in process (the peer).
 
-    python scripts/profile_server.py [--chunks 1000] [--queries 150] [--json OUT.json] [--no-profile]
+    python scripts/lab/profile_server.py [--chunks 1000] [--queries 150] [--json OUT.json] [--no-profile]
 
 Steps, all in one run so that the ratios compare like with like on a shared machine:
 
-1. index ``--chunks`` synthetic passages (``scripts/bench.py``'s corpus and cache: ``.adaptive/bench-N``);
+1. index ``--chunks`` synthetic passages (``scripts/lab/bench.py``'s corpus and cache: ``.adaptive/bench-N``);
 2. **peer**: answer ``--queries`` synthetic queries with ``run_query`` in this process (CPU seconds of this
    process per query, ``time.process_time``), then release the store;
 3. **server**: start ``adaptive-retrieval serve [--workers N]`` on loopback over that index, send the same
@@ -44,9 +44,8 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from evaluation.server_metrics import server_processes, tree_cpu_seconds  # noqa: E402 (scripts/ on the path)
+ROOT = Path(__file__).resolve().parents[2]
+from evaluation.server_metrics import server_processes, tree_cpu_seconds  # noqa: E402 (the lab is on the path)
 
 HOST = "127.0.0.1"
 
@@ -194,7 +193,7 @@ def cpu_by_role(before: dict[int, float], after: dict[int, float], roles: dict[i
 
 
 def build_index(chunks: int, root: Path, queries: int) -> tuple[Any, Path, list[str]]:
-    """The benchmark index of ``chunks`` synthetic passages (cached by ``scripts/bench.py``'s layout), its query
+    """The benchmark index of ``chunks`` synthetic passages (cached by ``scripts/lab/bench.py``'s layout), its query
     pipeline (warm) and ``queries`` synthetic queries."""
     from bench import bench_root, synthetic_passages, synthetic_queries  # noqa: I001 (scripts/ on the path)
     from evaluation.data import EvalSet
@@ -502,7 +501,7 @@ def main() -> int:
         for stage, ms in list(stages.items())[: args.top]:
             print(f"| {stage} | {ms:.1f} | {ms / run['cpu_ms']:.0%} |")
     report["load_average_end"] = load_average()
-    report["command"] = "python scripts/profile_server.py " + " ".join(sys.argv[1:])
+    report["command"] = "python scripts/lab/profile_server.py " + " ".join(sys.argv[1:])
     print_summary(report, args.chunks, len(queries))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))

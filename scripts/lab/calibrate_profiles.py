@@ -1,11 +1,11 @@
 """Fit the intent profiles (channel weights, fetch_k, MMR λ, rerank) on development data, with a held-out split.
 
-    python scripts/calibrate_profiles.py --hotpot ../shared/data/hotpotqa100 --aragog ../shared/data/aragog \
+    python scripts/lab/calibrate_profiles.py --hotpot ../shared/data/hotpotqa100 --aragog ../shared/data/aragog \
         [--held-out 0.3] [--rounds 2] [--write] [--json OUT.json]
 
 How it works:
 
-1. Every dataset is indexed through yaml/indexing.yaml (the same cached index scripts/evaluate.py uses) and every
+1. Every dataset is indexed through yaml/indexing.yaml (the same cached index scripts/lab/evaluate.py uses) and every
    question is run once through yaml/query.yaml with a *capture* profile: every channel on, fetch_k at the largest
    value searched. The router's intent probabilities, the query embedding and each channel's ranked list are kept.
 2. A profile set is then scored without searching again: for each question the router's soft mix of the profiles
@@ -25,7 +25,7 @@ How it works:
    search over the one shared profile), and the share of it that the routed profiles are best shrunk toward (0,
    0.25 ... 1) is chosen on the training questions; routed, fixed and shrunk are reported per data set on both
    splits. ``--write`` stores the fixed profile beside the routed ones (``fixed_profile``), which
-   ``scripts/evaluate.py --fixed-profile`` runs beside the routed pipeline.
+   ``scripts/lab/evaluate.py --fixed-profile`` runs beside the routed pipeline.
 6. ``--merge``: fewer intents. Each subset of the intents that are the top intent of at least --keep-min training
    questions keeps its profile (shrunk 0, 0.25, 0.5 or 0.75 of the way toward the fixed profile); the
    --keep-always intents (default: keyword) keep their profiles as they are (their evidence is lexical, and the
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 from adaptive_retrieval.components.routing.profiles import validate_profiles  # noqa: E402
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
@@ -266,7 +266,7 @@ def write(args: argparse.Namespace, report: dict[str, Any], command: str, log: A
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    command = "python scripts/calibrate_profiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python scripts/lab/calibrate_profiles.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -1,6 +1,6 @@
 """Does the late-interaction reranker earn its time? The same candidates ranked with it and without it.
 
-python scripts/eval_rerank.py --hotpot ../shared/data/hotpotqa100 [--aragog ../shared/data/aragog] \\
+python scripts/lab/eval_rerank.py --hotpot ../shared/data/hotpotqa100 [--aragog ../shared/data/aragog] \\
     [--corpus C.jsonl --questions Q.jsonl] [--root .adaptive/eval-gate-transfer] [--rerank-top N ...]
     [--limit N] [--json out.json]
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs  # noqa: E402
