@@ -59,3 +59,29 @@ def test_the_query_yaml_as_saved_before_the_public_names_loads(tmp_path: Path) -
 
     assert isinstance(pipeline.get_component("joiner"), WeightedRRFJoiner)
     assert isinstance(pipeline.get_component("router"), IntentRouter)
+
+
+def test_yaml_naming_the_public_paths_loads_with_the_packages_loader(tmp_path: Path) -> None:
+    """A YAML written by hand with the public paths: ``loads_pipeline`` reads them (plain Haystack looks a component
+    up by its module path only, and refuses it)."""
+    from haystack import Pipeline
+    from haystack.core.errors import DeserializationError, PipelineError
+
+    from adaptive_retrieval.components.fusion import WeightedRRFJoiner
+    from adaptive_retrieval.components.stores import EdgeDocumentStore
+    from adaptive_retrieval.pipelines.yaml_io import loads_pipeline
+
+    text = (ROOT / "yaml" / "query.yaml").read_text(encoding="utf-8")
+    public = text.replace(
+        "adaptive_retrieval.components.fusion.weighted_rrf_joiner.WeightedRRFJoiner",
+        "adaptive_retrieval.components.fusion.WeightedRRFJoiner",
+    ).replace(
+        "adaptive_retrieval.components.stores.edge_document_store.EdgeDocumentStore",
+        "adaptive_retrieval.components.stores.EdgeDocumentStore",
+    )
+    assert public != text
+    pipeline = loads_pipeline(public, path=str(tmp_path / "qdrant"))
+    assert isinstance(pipeline.get_component("joiner"), WeightedRRFJoiner)
+    assert isinstance(pipeline.get_component("dense").document_store, EdgeDocumentStore)
+    with pytest.raises((DeserializationError, PipelineError), match=r"fusion\.WeightedRRFJoiner|stores\.EdgeDoc"):
+        Pipeline.loads(public, allowed_modules=["adaptive_retrieval"])
