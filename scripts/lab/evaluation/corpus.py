@@ -1,4 +1,5 @@
-"""The default demo corpus: the Python language reference topics that ship with CPython (``pydoc_data``)."""
+"""The lab's corpus of real documents: the Python language reference topics that ship with CPython (``pydoc_data``),
+the same that ``scripts/demo.py`` indexes by default."""
 
 from __future__ import annotations
 
