@@ -5,11 +5,12 @@ graph stores, the search interface the channels use), ``indexing`` (section-awar
 ``routing`` (IntentRouter), ``retrieval`` (channel retrievers), ``fusion`` (WeightedRRFJoiner), ``selection``
 (MMRSelector), ``gating`` (QualityGate).
 
-Import a component from its module, e.g. ``from adaptive_retrieval.components.routing.intent_router import
-IntentRouter``; importing this top-level module never pulls in torch. Its one side effect keeps the process offline:
-Haystack's usage telemetry off unless the user set ``HAYSTACK_TELEMETRY_ENABLED``, and ONNX Runtime's telemetry off
-(``ORT_DISABLE_TELEMETRY=1``, which ONNX Runtime reads when it is first imported) unless the user set
-``ORT_DISABLE_TELEMETRY`` (``0`` opts in).
+Import a component from its family, e.g. ``from adaptive_retrieval.components.routing import IntentRouter`` (each
+family's ``__init__`` lists its public names and imports one only when it is asked for; the module paths, which
+the saved YAML names, keep working); importing this top-level module never pulls in torch. Its one side effect
+keeps the process offline: Haystack's usage telemetry off unless the user set ``HAYSTACK_TELEMETRY_ENABLED``,
+and ONNX Runtime's telemetry off (``ORT_DISABLE_TELEMETRY=1``, which ONNX Runtime reads when it is first imported)
+unless the user set ``ORT_DISABLE_TELEMETRY`` (``0`` opts in).
 """
 
 import logging

@@ -3,8 +3,8 @@ pipeline has it by default, and which other channels' documents it reads. Pure d
 
 The router, the profiles and the joiner need only this; the component class of each channel and how it is wired
 (its query inputs, stores and init parameters) stay with retrieval, in
-:mod:`adaptive_retrieval.components.retrieval.channels`, which checks at import that its registrations and this
-table name the same channels in the same order.
+:mod:`adaptive_retrieval.components.retrieval.channels`, whose ``CHANNELS`` follows this table's order and which
+checks at import that every channel named here has one component there and no component lacks a name here.
 
 Usage::
 
@@ -54,7 +54,7 @@ _NAMES = (
     ChannelName("bridge", reads=("dense", "sparse")),
     # Pseudo-relevance feedback from the dense and sparse channels' top hits: BM25 with the query widened by their
     # words (RM3), and the dense search with the query vector moved toward theirs (Rocchio). Opt-in until a
-    # leave-one-set-out fit over every development set gives them weight (scripts/calibrate_profiles.py --all-dev).
+    # leave-one-set-out fit over every development set gives them weight (scripts/lab/calibrate_profiles.py --all-dev).
     ChannelName("sparse_prf", opt_in=True, reads=("dense", "sparse")),
     ChannelName("dense_prf", opt_in=True, reads=("dense", "sparse")),
 )

@@ -133,7 +133,7 @@ _SETTINGS = (
         "0",
         "models",
         "`1`: the PyTorch back end runs `torch.compile` with static shapes, where `fp8` is torchao FP8 (an opt-in "
-        "until scripts/bench_gpu.py shows it faster than fp16 on the GPU).",
+        "until scripts/lab/bench_gpu.py shows it faster than fp16 on the GPU).",
     ),
     Setting(
         "ADAPTIVE_MODELS_DIR",

@@ -24,7 +24,7 @@ the index itself can answer it for questions whose answer we know the location o
 4. The ``asked`` check (does a passage hold what the question asks for, not only whom it names) takes the lower of
    the prior's threshold and the index's own cut, and is turned off where it holds back few absent attributes
    (:func:`~adaptive_retrieval.components.gating.calibration.fit_asked_threshold`; keeping the prior's on every
-   index was measured leave-one-domain-out, ``scripts/eval_gate_lodo.py``, and not kept).
+   index was measured leave-one-domain-out, ``scripts/lab/eval_gate_lodo.py``, and not kept).
    Each ``named`` pseudo-query also runs, on the index as is, as its *absent-attribute* variant (the same subject
    asked for words no chunk of its document holds,
    :func:`~adaptive_retrieval.components.gating.pseudo_queries.absent_attribute`): the words it misses set the

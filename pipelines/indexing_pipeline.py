@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 #: Passages per ONNX Runtime call while indexing. The encoder is shared with the query path and runs one call at a
 #: time, so a query embedding waits for at most one such batch: with 8 instead of 32 a query's p95 during a
-#: maximum-size upload is measured below 2x its idle p95 (scripts/load_test.py --big-upload-chars 2000000).
+#: maximum-size upload is measured below 2x its idle p95 (scripts/lab/load_test.py --big-upload-chars 2000000).
 EMBED_BATCH = 8
 
 #: The indexing pipeline's component that refuses sources by what splitting produced (see SourceLimitGuard).

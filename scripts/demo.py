@@ -25,7 +25,6 @@ from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
 from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.query_pipeline import run_query
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
-from evaluation.corpus import write_pydoc_topics
 
 #: One query per intent, keyed by the intent the router is expected to pick on the Python reference index
 #: (tests/components/routing/test_intent_router.py checks that it does).
@@ -38,6 +37,23 @@ DEMO_QUERIES: dict[str, str] = {
     "relational": "The method that the with statement calls on entry is defined by which protocol?",
     "summary": "Give an overview of the main topics the Python language reference covers",
 }
+
+
+def write_pydoc_topics(folder: str | Path) -> list[Path]:
+    """Write each ``pydoc_data.topics`` entry (about 80 reference chapters with reST headings) to
+    ``folder/<topic>.txt``; files whose text is unchanged are left alone so re-indexing can skip them."""
+    from pydoc_data.topics import topics
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in sorted(topics.items()):
+        path = folder / (re.sub(r"[^\w.-]", "_", name) + ".txt")
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    logging.getLogger(__name__).info("Python reference topics in %s: %d files", folder, len(paths))
+    return paths
 
 
 def show(result: dict, top: int) -> None:

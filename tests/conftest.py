@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +15,6 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="adaptive-test-data-")
 # Likewise the cache of embeddings of fixed texts (the router's exemplars): one per run, not the user's.
 os.environ["ADAPTIVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="adaptive-test-cache-")
-# The evaluation code lives in scripts/evaluation (not shipped): scripts import it as `evaluation` because they run
-# with scripts/ first on sys.path; the tests that exercise it find it the same way. Appended, so nothing installed
-# is shadowed.
-sys.path.append(str(Path(__file__).resolve().parents[1] / "scripts"))
 
 from adaptive_retrieval.components.models.export import export_model
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, default_models_dir

@@ -8,8 +8,7 @@ from typing import Any
 from haystack import Document
 
 from adaptive_retrieval.components.ids import stable_id
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
+from adaptive_retrieval.components.models import Bm25DocumentEmbedder, OnnxDocumentEmbedder
 
 
 def passage(title: str, text: str) -> Document:

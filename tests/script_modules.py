@@ -1,5 +1,6 @@
-"""Load a script of ``scripts/`` as a module (the scripts are not a package: they run with ``scripts/`` on
-``sys.path``, which tests/conftest.py appends too)."""
+"""Load a script of ``scripts/`` or of the lab, ``scripts/lab/``, as a module (the scripts are not a package: a lab
+script runs with ``scripts/lab/`` first on ``sys.path``, which pytest's ``pythonpath`` option in ``pyproject.toml``
+gives the tests too, so a lab script's sibling and ``evaluation`` imports resolve the same way)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ from pathlib import Path
 from types import ModuleType
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+LAB = SCRIPTS / "lab"
+
+
+def script_path(name: str) -> Path:
+    """``scripts/<name>.py`` (a product tool) or ``scripts/lab/<name>.py`` (the lab)."""
+    for folder in (SCRIPTS, LAB):
+        if (folder / f"{name}.py").is_file():
+            return folder / f"{name}.py"
+    msg = f"No script {name}.py in {SCRIPTS} or {LAB}"
+    raise FileNotFoundError(msg)
 
 
 def load_script(name: str) -> ModuleType:
-    """``scripts/<name>.py`` as a fresh module named ``<name>_script``."""
-    spec = importlib.util.spec_from_file_location(f"{name}_script", SCRIPTS / f"{name}.py")
+    """``scripts/<name>.py`` or ``scripts/lab/<name>.py`` as a fresh module named ``<name>_script``."""
+    spec = importlib.util.spec_from_file_location(f"{name}_script", script_path(name))
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
     spec.loader.exec_module(module)

@@ -1,6 +1,6 @@
 """The quality gate's logistic model: fitting it (with a prior), scoring it, and keeping a fit beside an index.
 
-Pure numpy and JSON, shared by ``scripts/calibrate_gate.py`` (the labelled hotpotqa fit that ships as the gate's
+Pure numpy and JSON, shared by ``scripts/lab/calibrate_gate.py`` (the labelled hotpotqa fit that ships as the gate's
 default, its *prior*) and :mod:`adaptive_retrieval.pipelines.gate_calibration` (the self-calibration on pseudo-queries
 of one index, written to ``gate_calibration.json`` in the store folder and read by
 :class:`~adaptive_retrieval.components.gating.quality_gate.QualityGate`).
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 CALIBRATION_FILE = "gate_calibration.json"
 CALIBRATION_VERSION = 1
 #: The gate's shipped prior (weights, bias, thresholds and their provenance), written by
-#: ``scripts/calibrate_gate.py --write-prior``.
+#: ``scripts/lab/calibrate_gate.py --write-prior``.
 PRIOR_FILE = Path(__file__).resolve().parent / "data" / "gate_prior.json"
 
 
@@ -142,7 +142,7 @@ def asked_check_report(pairs: np.ndarray, threshold: float) -> dict[str, Any]:
 
     The self-calibration used to read the threshold off these pairs (the lower of the prior's and their Youden
     cut) and to turn the check off where it held back under 30 % of the absent-attribute variants. Measured on
-    the development sets leave-one-domain-out (``scripts/eval_gate_lodo.py``), neither transfers: a present
+    the development sets leave-one-domain-out (``scripts/lab/eval_gate_lodo.py``), neither transfers: a present
     pseudo-query takes its words verbatim from one sentence (``asked`` ~1.0 on every index), so the pairs say
     nothing of how far real questions word what they ask otherwise, and on indexes of similar documents (court
     judgments, reports) an absent attribute's words sit in some *other* returned document often enough to turn the

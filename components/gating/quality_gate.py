@@ -2,7 +2,7 @@
 
 The gate turns the signals of :mod:`adaptive_retrieval.components.gating.signals` into one quality score with a logistic
 model, ``quality = sigmoid(bias + Σ w_s · signal_s)``, whose weights and threshold are fitted on data by
-``scripts/calibrate_gate.py`` (answerable questions against the same questions with their supporting passages
+``scripts/lab/calibrate_gate.py`` (answerable questions against the same questions with their supporting passages
 removed from the index). Two checks can hold a pass back whatever the quality: ``asked`` (whether the passages
 hold what the question asks for, :mod:`~adaptive_retrieval.components.gating.answerability`) under
 ``asked_threshold``, and an optional reader's score (:mod:`~adaptive_retrieval.components.gating.reader`) under
@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 DECISIONS: tuple[str, ...] = ("pass", "retry", "insufficient")
 
 #: The shipped prior (``data/gate_prior.json``, with its provenance): logistic weights, bias and thresholds fitted
-#: by ``scripts/calibrate_gate.py``; the gate's defaults until an index has its own calibration.
+#: by ``scripts/lab/calibrate_gate.py``; the gate's defaults until an index has its own calibration.
 PRIOR: dict[str, Any] = load_prior()
 DEFAULT_WEIGHTS: dict[str, float] = dict(PRIOR["weights"])
 DEFAULT_BIAS: float = PRIOR["bias"]

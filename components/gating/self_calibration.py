@@ -87,7 +87,7 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     prior_quality = predict(prior["bias"], prior_w, x)
     cut = pass_threshold(quality, y, prior_quality, prior["pass_threshold"])
     cv = _cross_validate(x, y, group, l2, prior_w, prior_quality, prior["pass_threshold"])
-    # Measured leave-one-domain-out (scripts/eval_gate_lodo.py), keeping the prior's threshold on every index
+    # Measured leave-one-domain-out (scripts/lab/eval_gate_lodo.py), keeping the prior's threshold on every index
     # gained no absent-fact AUROC and cost answerable passes on ad-hoc collections (ADI 80 -> 49 %): the index's
     # own pairs still relax the check, or turn it off, as before.
     min_rejection = float(prior.get("asked_min_rejection", load_prior()["asked_min_rejection"]))

@@ -3,7 +3,7 @@
 Indexing calls :func:`fault_point` at the moments where a crash is most likely to leave an index half-written
 (between the pending and the complete manifest record, between the graph and the vector writes, between two
 slices of one upsert). Without ``$ADAPTIVE_FAULT_AT`` a call is a dictionary lookup and nothing else;
-``scripts/fault_test.py`` sets it to kill an indexer at a chosen moment and then checks that re-indexing
+``scripts/lab/fault_test.py`` sets it to kill an indexer at a chosen moment and then checks that re-indexing
 restores everything.
 
 Usage::

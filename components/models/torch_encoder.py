@@ -7,7 +7,7 @@ MaxSim runs on the device too (:meth:`TorchEncoder.maxsim_scores`: only scores c
 
 ``fp8`` does not pay as torchao's eager dynamic quantisation (:data:`.torch_runner.FP8_MEASURED`): it runs as fp16
 and :meth:`TorchEncoder.describe` and a warning say so, unless the compiled static-shape path is asked for
-(``compiled=True`` or ``$ADAPTIVE_FP8_COMPILED=1``), which ``scripts/bench_gpu.py`` measures against compiled fp16.
+(``compiled=True`` or ``$ADAPTIVE_FP8_COMPILED=1``), which ``scripts/lab/bench_gpu.py`` measures against compiled fp16.
 The CPU default is ONNX Runtime (:mod:`adaptive_retrieval.components.models.onnx_encoder`).
 """
 

@@ -12,7 +12,7 @@ What it does for every call (:meth:`TorchRunner.run`):
 Precision is a :class:`PrecisionPlan` (:func:`plan_precision`). FP8 pays only where the benchmark shows it: torchao's
 dynamic FP8 in eager mode was measured *slower* than fp16 (:data:`FP8_MEASURED`), so ``fp8`` runs fp16 and says so,
 unless the caller opts in to the compiled, static-shape path (``compiled=True`` or ``$ADAPTIVE_FP8_COMPILED``),
-which ``scripts/bench_gpu.py`` measures against compiled fp16 on the same GPU in the same run.
+which ``scripts/lab/bench_gpu.py`` measures against compiled fp16 on the same GPU in the same run.
 """
 
 from __future__ import annotations
@@ -72,14 +72,14 @@ def plan_precision(precision: str, compiled: bool = False) -> PrecisionPlan:
     if precision == "fp8" and not compiled:
         note = (
             f"precision 'fp8' runs as fp16: {FP8_MEASURED}. The compiled static-shape FP8 path is an explicit opt-in "
-            "(compiled=True or ADAPTIVE_FP8_COMPILED=1) until scripts/bench_gpu.py shows it >= 1.3x compiled fp16 "
+            "(compiled=True or ADAPTIVE_FP8_COMPILED=1) until scripts/lab/bench_gpu.py shows it >= 1.3x compiled fp16 "
             "on the GPU it runs on."
         )
         return PrecisionPlan("fp8", "fp16", False, note)
     if precision == "fp8":
         note = (
             "precision 'fp8' on the compiled static-shape path (opt-in): not measured faster than fp16 yet "
-            f"({FP8_MEASURED} in eager mode); scripts/bench_gpu.py --compiled compares the two on this GPU."
+            f"({FP8_MEASURED} in eager mode); scripts/lab/bench_gpu.py --compiled compares the two on this GPU."
         )
         return PrecisionPlan("fp8", "fp8", True, note)
     return PrecisionPlan(precision, precision, compiled)

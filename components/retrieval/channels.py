@@ -1,9 +1,10 @@
 """The retrieval channels' components, each registered once: its component (whose ``channel`` class attribute is the
 channel's name), the query inputs it takes and the stores it needs.
 
-The channels' names, default weights and which are opt-in live apart, in the pure
-:mod:`adaptive_retrieval.components.channel_names` (what the router and the profiles import); this module maps
-each name to its class and checks at import that both name the same channels in the same order. The query
+The channels' names, their order, default weights and which are opt-in live apart, in the pure
+:mod:`adaptive_retrieval.components.channel_names` (what the router and the profiles import), the one registry that
+names each channel; this module adds each named channel's class and wiring, takes the order from there, and checks
+at import that every named channel has one component and every component a name. The query
 pipeline's wiring (``build_query_pipeline`` adds and connects every channel it lists), the joiner's channel
 sockets and the tests that check every channel against :class:`RetrievalChannel` are derived from :data:`CHANNELS`.
 
@@ -195,15 +196,12 @@ _SPECS = (
     ),
 )
 
-#: Every registered channel by name, in the order pipelines list them (that of ``channel_names.CHANNEL_NAMES``).
-CHANNELS: Mapping[str, ChannelSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
-
 
 def _check_registry() -> None:
-    """The components registered here and the names in ``channel_names`` agree: same channels, same order, and
-    each component reads the documents of exactly the channels its name says it reads."""
+    """Every channel that ``channel_names`` names has exactly one component here and no component names another
+    channel, and each component reads the documents of exactly the channels its name says it reads."""
     names = [spec.name for spec in _SPECS]
-    if names != list(CHANNEL_NAMES):
+    if sorted(names) != sorted(CHANNEL_NAMES):
         msg = f"Channel components {names} do not match the channel names {list(CHANNEL_NAMES)} (channel_names.py)"
         raise RuntimeError(msg)
     for spec in _SPECS:
@@ -215,6 +213,12 @@ def _check_registry() -> None:
 
 
 _check_registry()
+
+#: Every registered channel by name, in the order of :data:`~adaptive_retrieval.components.channel_names.CHANNEL_NAMES`
+#: (the one registry of the channels' names and order: ``_SPECS`` only adds each one's component and wiring).
+CHANNELS: Mapping[str, ChannelSpec] = MappingProxyType(
+    {name: next(spec for spec in _SPECS if spec.name == name) for name in CHANNEL_NAMES}
+)
 
 
 def channel_spec(name: str) -> ChannelSpec:

@@ -114,7 +114,7 @@ class GraphLocalRetriever:
     :param max_ngram: longest query n-gram matched against entity names.
     :param similarity_weight: blend of query–chunk cosine similarity into the final score (0: graph only). The
         graph proposes every passage one hop away and similarity picks the hop the question is about. On the training
-        split of ``scripts/eval_graph.py`` (never its held-out questions) 0.3–0.6 score alike for bridge questions
+        split of ``scripts/lab/eval_graph.py`` (never its held-out questions) 0.3–0.6 score alike for bridge questions
         and 0 scores lower; 0.5 also keeps a plain factual query's best direct hit near the top.
     :param candidate_pool: graph-ranked chunks fetched and re-scored, as a multiple of ``top_k``.
     """

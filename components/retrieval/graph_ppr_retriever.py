@@ -134,7 +134,7 @@ class GraphPPRRetriever:
     :param iterations: power iterations at most.
     :param similarity_weight: blend of query–chunk cosine similarity into the final score (0: walk only). The walk
         proposes the candidates (its ``candidate_pool · top_k`` best chunks) and similarity mostly orders them:
-        on MuSiQue's training split (``scripts/eval_ppr.py --split train``, never its held-out questions) 0.9
+        on MuSiQue's training split (``scripts/lab/eval_ppr.py --split train``, never its held-out questions) 0.9
         fused best (full@10 0.514 against 0.471 at 0.3 and 0.5), with ``restart`` 0.5, ``hops`` 3 and
         ``seed_hits`` 5 (10 hits scored lower: 0.429).
     :param candidate_pool: walk-ranked chunks fetched and re-scored, as a multiple of ``top_k``.
@@ -145,7 +145,7 @@ class GraphPPRRetriever:
         returned: those lists already rank them high, and the walk's credit would only push them higher. With
         every chunk returned, a passage that dense and graph_ppr both rank near the top outscores in the fused
         list the bridge passages only graph_local ranks (MuSiQue training split, fused top 10 of 2-hop questions
-        0.703 → 0.649 with the channel, ``scripts/ppr_stages.py``). Chosen there through the whole pipeline
+        0.703 → 0.649 with the channel, ``scripts/lab/ppr_stages.py``). Chosen there through the whole pipeline
         (full@10 at 0 / 5 / 10 / 20 / 50 / 200: 0.457 / 0.471 / 0.486 / 0.500 / 0.457 / 0.457); the held-out
         questions never informed it.
     """

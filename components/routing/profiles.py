@@ -1,7 +1,7 @@
 """Intent taxonomy and the strategy profile of each intent (channel weights, depth, MMR λ, reranking).
 
 The fitted profiles are data: ``routing/data/profiles.json``, with their provenance (data sets, command, date,
-metric), written by ``scripts/calibrate_profiles.py --write``; ``scripts/README.md`` says how they score. Profiles
+metric), written by ``scripts/lab/calibrate_profiles.py --write``; ``scripts/README.md`` says how they score. Profiles
 are ``IntentRouter`` init parameters, so a user changes them in YAML.
 """
 
@@ -26,7 +26,7 @@ INTENTS: tuple[str, ...] = (
 )
 
 #: Where the fitted profiles live (with their provenance: data sets, command, date, metric); written by
-#: ``scripts/calibrate_profiles.py --write``.
+#: ``scripts/lab/calibrate_profiles.py --write``.
 PROFILES_RESOURCE = "data/profiles.json"
 
 

@@ -4,7 +4,7 @@ Starting the CLI imports Haystack, fastembed, ONNX Runtime and numpy: about a mi
 until the process ends. While they are created, every few hundred allocations the collector walks the young
 objects and now and then all of them; at exit, interpreter finalisation walks them all again. On a one-shot
 ``adaptive-retrieval query`` over a small index (2 cores, idle) these collections were 0.5–0.6 s of 1.6–1.9 s of
-wall time, and there is no cycle among those objects worth finding (``scripts/bench_cli.py`` measures it).
+wall time, and there is no cycle among those objects worth finding (``scripts/lab/bench_cli.py`` measures it).
 
 So the console entry point pauses collection while the command sets up (imports, pipeline load, warm-up). A
 command that then does unbounded work (indexing many files, calibrating, serving, building models) calls

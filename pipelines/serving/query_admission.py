@@ -3,7 +3,7 @@
 A query is mostly Python, so queries in one process share one interpreter lock: eight at once each take eight
 times as long, and a query that costs twice the others (a quality-gate retry) takes twice as long *again*. With
 a small number running and the rest queued, every query waits for roughly the same amount of work ahead of it,
-throughput stays the same, and the slow tail of latencies shrinks (``scripts/load_test.py``; README "Scale out").
+throughput stays the same, and the slow tail of latencies shrinks (``scripts/lab/load_test.py``; README "Scale out").
 ``$ADAPTIVE_QUERY_CONCURRENCY`` sets the number per process (``serve --workers N`` has N such processes); 0 lets
 every request run at once, as Hayhooks' thread pool would.
 

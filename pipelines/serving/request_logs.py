@@ -19,7 +19,7 @@ ACCESS_LOG_ENV = "ADAPTIVE_ACCESS_LOG"
 def access_log_on() -> bool:
     """Whether the server logs one line per HTTP request (``$ADAPTIVE_ACCESS_LOG=1``; uvicorn's access log, through
     Hayhooks' loguru in a one-process server). Off by default: `serve --workers N` never logged requests, and in
-    one process it is CPU per request (``scripts/profile_server.py`` shows its share); errors are logged either
+    one process it is CPU per request (``scripts/lab/profile_server.py`` shows its share); errors are logged either
     way."""
     return app_settings.flag(ACCESS_LOG_ENV)
 

@@ -17,8 +17,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict
 from haystack.utils import Secret
 
 import adaptive_retrieval.components as package
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
+from adaptive_retrieval.components.stores import EdgeDocumentStore, SQLiteGraphStore
 
 
 def _components() -> list[type]:

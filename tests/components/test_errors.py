@@ -8,6 +8,7 @@ from haystack.core.errors import ComponentError
 from haystack.document_stores.errors import DocumentStoreError
 
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError, BusyError, InputError
+from adaptive_retrieval.components.stores import StoreError
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
 from adaptive_retrieval.components.stores.edge_document_store import (
     IndexNotFoundError,
@@ -21,7 +22,6 @@ from adaptive_retrieval.components.stores.sqlite_graph_store import (
     GraphNotWritableError,
     GraphStoreDamagedError,
 )
-from adaptive_retrieval.components.stores.store_errors import StoreError
 from adaptive_retrieval.pipelines.limits import LimitExceededError
 from adaptive_retrieval.pipelines.processes.ownership import StoreOwnedError
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError

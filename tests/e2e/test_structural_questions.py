@@ -11,7 +11,7 @@ from haystack import Document
 
 from adaptive_retrieval.components.retrieval.structural_match import Outline, rank_documents, resolve, sections_for
 from adaptive_retrieval.components.routing.rules import structural_reference
-from adaptive_retrieval.components.selection.structural_first import StructuralFirst
+from adaptive_retrieval.components.selection import StructuralFirst
 from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query

@@ -245,7 +245,12 @@ def test_what_only_the_scripts_need_is_an_extra() -> None:
         package |= distributions_of(module)
     assert not package & (groups["eval"] - groups["models"])
     # ... and the scripts import nothing beyond the runtime dependencies and the extras.
-    local = {p.stem for p in (ROOT / "scripts").iterdir() if p.suffix == ".py" or p.is_dir()}
+    local = {
+        p.stem
+        for folder in ("scripts", "scripts/lab")
+        for p in (ROOT / folder).iterdir()
+        if p.suffix == ".py" or p.is_dir()
+    }
     allowed = set().union(*groups.values())
     missing = {}
     for (module, _), where in imported_modules(["scripts"]).items():
@@ -258,9 +263,9 @@ def test_what_only_the_scripts_need_is_an_extra() -> None:
 
 def test_no_evaluation_code_ships() -> None:
     shipped = [p for folder in PACKAGE_FOLDERS for p in (ROOT / folder).rglob("*.py")]
-    assert not [p for p in shipped if p.stem.startswith("eval")], "evaluation code belongs in scripts/evaluation"
+    assert not [p for p in shipped if p.stem.startswith("eval")], "evaluation code belongs in scripts/lab/evaluation"
     for (module, _), where in imported_modules(PACKAGE_FOLDERS).items():
-        assert module.split(".")[0] != "evaluation", f"the package imports scripts/evaluation: {where}"
-    assert (ROOT / "scripts" / "evaluation" / "__init__.py").is_file()
+        assert module.split(".")[0] != "evaluation", f"the package imports scripts/lab/evaluation: {where}"
+    assert (ROOT / "scripts" / "lab" / "evaluation" / "__init__.py").is_file()
     setup = (ROOT / "scripts" / "setup").read_text(encoding="utf-8")
     assert "-e '.[dev,eval,models,serve,neo4j]'" in setup, "scripts/setup installs every extra the suite needs"

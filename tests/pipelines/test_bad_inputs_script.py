@@ -1,4 +1,4 @@
-"""The fast subset of ``scripts/bad_inputs.py`` (``--quick``): a real server over a small index, REST, MCP (a real
+"""The fast subset of ``scripts/lab/bad_inputs.py`` (``--quick``): a real server over a small index, REST, MCP (a real
 MCP client), CLI (subprocesses) and Python; every answer must be a clean error or a correct result."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ FAILURES = ("5xx or traceback", "misleading success", "lost", "hang", "wrongly r
 def test_quick_bad_inputs_get_clean_errors(tmp_path: Path) -> None:
     out = tmp_path / "bad_inputs.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bad_inputs.py"), "--quick", "--json", str(out)],
+        [sys.executable, str(REPO / "scripts" / "lab" / "bad_inputs.py"), "--quick", "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=900,

@@ -2,7 +2,7 @@
 wrong and what to run, never a traceback nor an answer; the repair the message names brings it back.
 
 Real parts: an index built by the YAML indexing pipeline (Qdrant Edge folder and SQLite graph), damaged on disk
-the ways ``scripts/fault_test.py --damage`` does (the same functions), and the CLI's ``main``.
+the ways ``scripts/lab/fault_test.py --damage`` does (the same functions), and the CLI's ``main``.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_a_damaged_vector_raises_on_the_query_path_and_stays_readable_for_repair
 ) -> None:
     """``fetch_documents`` (the channels' reads) raises as a search does, with the point cache or without it;
     ``get_documents_by_id`` (the indexing side, ``stats --verify``) reads what is stored."""
-    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+    from adaptive_retrieval.components.stores import EdgeDocumentStore
     from adaptive_retrieval.components.stores.edge_errors import StoreDamagedError
     from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV
 

@@ -1,7 +1,7 @@
 """A disk that fills while files are indexed (issue 41 #8): what the refusal says ("Nothing was written") is true.
 The batch the disk refused is taken back (no source left ``indexing`` for a later, unrelated run to redo), an
 upload's files that were not indexed leave ``uploads/`` (a replaced one comes back), and no ``.partial`` file is
-left. Real parts: a small tmpfs (root only: it is mounted, as ``scripts/fault_test.py --disk-full`` does), the YAML
+left. Real parts: a small tmpfs (root only: it is mounted, as ``scripts/lab/fault_test.py --disk-full`` does), the YAML
 indexing pipeline, and the served app over HTTP."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The embedded path never imports qdrant-client: its models take over a second to import, most of a one-shot CLI
-query (scripts/bench_cli.py). Loading the shipped query YAML on a local folder must leave it unimported."""
+query (scripts/lab/bench_cli.py). Loading the shipped query YAML on a local folder must leave it unimported."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 
 def test_sigkilled_indexer_loses_nothing_after_reindex(tmp_path: Path, corpus: Path) -> None:
-    """The short version of scripts/fault_test.py: the CLI indexer SIGKILLed at three named moments, then a
+    """The short version of scripts/lab/fault_test.py: the CLI indexer SIGKILLed at three named moments, then a
     re-index (in this process) must give the same per-source counts as a clean run."""
     from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from haystack import Document
 
+from adaptive_retrieval.components.indexing import SourceLimitGuard
 from adaptive_retrieval.components.indexing.manifest import index_stats, pending_record, read_manifests, write_manifests
-from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard
 from adaptive_retrieval.components.manifest_records import STATE_KEPT
 from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of

@@ -98,7 +98,7 @@ def test_plain_pipeline_raises_while_another_process_holds_the_index(index: dict
     """Issue 41 #9: while a server (here: this process) owns the embedded index, every channel of a plain
     ``Pipeline.loads(...).run()`` fails to open it; the run returned ``[]`` / ``insufficient`` (each lock error only
     logged). It must raise, naming each channel's reason, as ``run_query`` does."""
-    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+    from adaptive_retrieval.components.stores import EdgeDocumentStore
 
     holder = EdgeDocumentStore(path=str(index["qdrant"]))
     assert holder.count_documents() > 0

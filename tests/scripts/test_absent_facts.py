@@ -1,4 +1,4 @@
-"""On-topic unanswerable questions built by rule (scripts/evaluation/absent_facts.py) for the gate's evaluation."""
+"""On-topic unanswerable questions built by rule (scripts/lab/evaluation/absent_facts.py) for the gate's evaluation."""
 
 from __future__ import annotations
 

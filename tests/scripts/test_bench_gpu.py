@@ -1,5 +1,6 @@
-"""scripts/bench_gpu.py runs on the CPU (the smoke test of the GPU benchmark) and scripts/gpu_carry_bundle.py writes
-what a bare GPU machine needs: fp16 weights the encoder loads and a reference the benchmark checks."""
+"""scripts/lab/bench_gpu.py runs on the CPU (the smoke test of the GPU benchmark) and
+scripts/lab/gpu_carry_bundle.py writes what a bare GPU machine needs: fp16 weights the encoder loads and a
+reference the benchmark checks."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.script_modules import SCRIPTS, load_script
+from tests.script_modules import LAB, load_script
 
 pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
@@ -21,7 +22,7 @@ def test_bench_runs_on_cpu_and_prints_every_row(model_dir: Path, tmp_path: Path)
     out = tmp_path / "bench.json"
     args = ["--device", "cpu", "--passages", "24", "--queries", "4", "--query-runs", "2", "--batch-size", "8"]
     args += ["--large", "2x64", "--threads", "1", "--rounds", "1", "--model", str(model_dir), "--json", str(out)]
-    run = subprocess.run([sys.executable, str(SCRIPTS / "bench_gpu.py"), *args], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, str(LAB / "bench_gpu.py"), *args], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     record = json.loads(out.read_text())
     rows = {(r["model"], r["name"]): r for r in record["rows"]}
@@ -59,7 +60,7 @@ def test_carry_bundle_weights_load_as_the_model(model_dir: Path, tmp_path: Path)
     from adaptive_retrieval.components.models.encoder import get_encoder
     from adaptive_retrieval.components.models.torch_encoder import TorchEncoder
 
-    bundle = load_script("gpu_carry_bundle")  # it imports bench_gpu as a sibling: scripts/ is on sys.path (conftest)
+    bundle = load_script("gpu_carry_bundle")  # it imports bench_gpu as a sibling: the lab is on sys.path (pyproject)
     folder = bundle.write_weights(tmp_path)
     weights = folder / "model.safetensors"
     assert 40e6 < weights.stat().st_size < 50e6  # fp16: half the packaged 90 MB

@@ -1,4 +1,4 @@
-"""scripts/bench_pipeline_copies.py: the document count of an output value and the two-component handover."""
+"""scripts/lab/bench_pipeline_copies.py: the document count of an output value and the two-component handover."""
 
 from __future__ import annotations
 

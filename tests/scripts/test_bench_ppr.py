@@ -1,10 +1,11 @@
-"""scripts/bench_ppr.py: the replica tagging that grows the benchmark index keeps each replica's entities its own."""
+"""scripts/lab/bench_ppr.py: the replica tagging that grows the benchmark index keeps each replica's entities its
+own."""
 
 from __future__ import annotations
 
 from bench_ppr import replica_documents, tag_replica
 
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing import EntityExtractor
 from evaluation.data import Passage
 
 PASSAGES = [

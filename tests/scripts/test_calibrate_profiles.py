@@ -1,4 +1,4 @@
-"""scripts/calibrate_profiles.py: the replay matches real pipeline runs; fits go to routing/data/profiles.json."""
+"""scripts/lab/calibrate_profiles.py: the replay matches real pipeline runs; fits go to routing/data/profiles.json."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_write_profiles_file_keeps_the_rest_and_records_provenance(tmp_path: Pat
     fitted["relational"]["mmr_lambda"] = 0.9
     fixed = fit.shrunk(fitted, fitted["factual"], 1.0)["relational"]  # share 1: the fixed profile everywhere
     assert fixed["weights"] == fit.normalised(fitted["factual"]["weights"])
-    origin = fit.provenance("python scripts/calibrate_profiles.py --hotpot x", ["x"], {"held_out": 1.0}, [])
+    origin = fit.provenance("python scripts/lab/calibrate_profiles.py --hotpot x", ["x"], {"held_out": 1.0}, [])
     for _ in range(2):  # a second write replaces the first
         fit.write_profiles_file(target, profiles=fitted, origin=origin)
         fit.write_profiles_file(target, fixed=fixed, fixed_origin=origin)

@@ -1,4 +1,4 @@
-"""Retrieval metrics and evaluation-set loaders used by scripts/evaluate.py."""
+"""Retrieval metrics and evaluation-set loaders used by scripts/lab/evaluate.py."""
 
 from __future__ import annotations
 

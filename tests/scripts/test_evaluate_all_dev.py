@@ -1,4 +1,4 @@
-"""``scripts/evaluate.py --all-dev``: every development set found under one folder, three systems, one table."""
+"""``scripts/lab/evaluate.py --all-dev``: every development set found under one folder, three systems, one table."""
 
 from __future__ import annotations
 

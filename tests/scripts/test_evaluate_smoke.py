@@ -1,4 +1,4 @@
-"""Smoke test of scripts/evaluate.py: every system on a tiny JSONL corpus, the JSON shape, the index cache."""
+"""Smoke test of scripts/lab/evaluate.py: every system on a tiny JSONL corpus, the JSON shape, the index cache."""
 
 from __future__ import annotations
 

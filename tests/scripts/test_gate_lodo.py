@@ -1,4 +1,4 @@
-"""The gate's leave-one-domain-out choice and main's old asked rule (scripts/evaluation/gate_lodo.py)."""
+"""The gate's leave-one-domain-out choice and main's old asked rule (scripts/lab/evaluation/gate_lodo.py)."""
 
 from __future__ import annotations
 

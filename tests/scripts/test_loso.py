@@ -1,6 +1,6 @@
-"""scripts/evaluation/loso.py: the floor (a candidate is admissible only when, fitted without a set, it is at least
+"""scripts/lab/evaluation/loso.py: the floor (a candidate is admissible only when, fitted without a set, it is at least
 the stock hybrid's on that set), the choice among admissible candidates, and the routing candidates' profiles;
-scripts/evaluation/dev_sets.py and all_dev.py: the set registry and the --all-dev table."""
+scripts/lab/evaluation/dev_sets.py and all_dev.py: the set registry and the --all-dev table."""
 
 from __future__ import annotations
 

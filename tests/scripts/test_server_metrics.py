@@ -1,4 +1,4 @@
-"""scripts/evaluation/server_metrics.py and scripts/load_test.py's Phase: the figures of one load phase."""
+"""scripts/lab/evaluation/server_metrics.py and scripts/lab/load_test.py's Phase: the figures of one load phase."""
 
 from __future__ import annotations
 

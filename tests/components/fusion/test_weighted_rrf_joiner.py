@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.components.fusion.weighted_rrf_joiner import NoChannelAnsweredError, WeightedRRFJoiner
+from adaptive_retrieval.components.fusion import NoChannelAnsweredError, WeightedRRFJoiner
 
 
 def docs(*ids: str) -> list[Document]:

@@ -11,16 +11,20 @@ import pytest
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import ChatMessage
 
+from adaptive_retrieval.components.gating import ChatReader, ModelReader
 from adaptive_retrieval.components.gating.answerability import (
     ASKED_DOCUMENTS,
     answer_type,
     asked_coverage,
     asked_terms,
 )
-from adaptive_retrieval.components.gating.calibration import PRIOR_FILE, asked_check_report, load_prior
+from adaptive_retrieval.components.gating.calibration import (
+    PRIOR_FILE,
+    asked_check_report,
+    load_prior,
+)
 from adaptive_retrieval.components.gating.pseudo_queries import pseudo_queries
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, PRIOR, QualityGate
-from adaptive_retrieval.components.gating.reader import ChatReader, ModelReader
 from adaptive_retrieval.components.gating.signals import gate_signals
 from adaptive_retrieval.components.text.names import query_names
 from adaptive_retrieval.components.text.terms import content_terms

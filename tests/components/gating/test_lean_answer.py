@@ -5,7 +5,7 @@ from __future__ import annotations
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.gating.lean_answer import LeanAnswer
+from adaptive_retrieval.components.gating import LeanAnswer
 
 
 def _documents() -> list[Document]:

@@ -11,6 +11,7 @@ import pytest
 from haystack import Document
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
+from adaptive_retrieval.components.gating import RetryLoop
 from adaptive_retrieval.components.gating.calibration import (
     auroc,
     calibration_path,
@@ -20,13 +21,11 @@ from adaptive_retrieval.components.gating.calibration import (
     save_calibration,
 )
 from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
-from adaptive_retrieval.components.gating.retry_loop import RetryLoop
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models import Bm25DocumentEmbedder, OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.encoder import get_encoder
-from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from adaptive_retrieval.components.retrieval.vector_retrievers import SparseRetriever
-from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.retrieval import SparseRetriever
+from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.components.routing.profiles import escalate_strategy
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections

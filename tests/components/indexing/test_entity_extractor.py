@@ -8,7 +8,7 @@ import pytest
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
+from adaptive_retrieval.components.indexing import EntityExtractor
 from adaptive_retrieval.components.indexing.llm_entities import parse_llm_entities
 from adaptive_retrieval.components.text.keys import normalise_key, title_aliases
 

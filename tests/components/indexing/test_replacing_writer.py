@@ -6,8 +6,7 @@ from typing import Any
 
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
-from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.components.indexing import ReplacingDocumentWriter, SectionSplitter
 from adaptive_retrieval.pipelines.store_config import make_store
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from haystack import Document
 
-from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.components.indexing import SectionSplitter
 
 MARKDOWN = """# Guide
 

@@ -12,11 +12,10 @@ import pytest
 from haystack import Document
 from pypdf import PdfReader, PdfWriter
 
-from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
+from adaptive_retrieval.components.indexing import SectionSplitter, StructuredConverter
 from adaptive_retrieval.components.indexing.structure.html import parse_html
 from adaptive_retrieval.components.indexing.structure.markdown import parse_markdown
 from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
-from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter
 from adaptive_retrieval.components.text.numbering import heading_number, heading_without_number
 
 MARKDOWN = """---

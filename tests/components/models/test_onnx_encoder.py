@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
+from adaptive_retrieval.components.models import OnnxDocumentEmbedder, OnnxTextEmbedder
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.export import export_model
 from adaptive_retrieval.components.models.onnx_encoder import OnnxEncoder
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
 
 PASSAGES = [
     "The while statement is used for repeated execution as long as an expression is true.",

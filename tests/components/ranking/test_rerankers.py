@@ -15,8 +15,8 @@ import pytest
 from haystack import Document
 
 from adaptive_retrieval.components.models.encoder import get_encoder
+from adaptive_retrieval.components.ranking import LateInteractionRanker
 from adaptive_retrieval.components.ranking.cross_encoder_ranker import CrossEncoderRanker, export_cross_encoder
-from adaptive_retrieval.components.ranking.late_interaction_ranker import LateInteractionRanker
 
 PASSAGES = {
     "Eiffel Tower": "The Eiffel Tower is a wrought-iron lattice tower in Paris, built from 1887 to 1889.",

@@ -11,11 +11,9 @@ import pytest
 from haystack import Document
 from passages import PassageWriter
 
-from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.models import Bm25TextEmbedder, OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval import DenseRetriever, RankedHits, SparseRetriever
 from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever, bridge_names, first_hits
-from adaptive_retrieval.components.retrieval.ranked_hits import RankedHits
-from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.store_config import make_store
 

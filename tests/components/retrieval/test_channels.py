@@ -18,7 +18,7 @@ from adaptive_retrieval.components.retrieval.channels import (
     check_channel_sockets,
     pipeline_channels,
 )
-from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.components.routing.profiles import (
     PPR_SHARES,
     default_profiles,

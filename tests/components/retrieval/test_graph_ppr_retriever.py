@@ -11,12 +11,10 @@ from haystack import Document
 from passages import PassageWriter
 
 from adaptive_retrieval.components.ids import stable_id
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
-from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.indexing import EntityExtractor, GraphWriter
+from adaptive_retrieval.components.models import OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval import DenseRetriever, GraphPPRRetriever
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial
-from adaptive_retrieval.components.retrieval.graph_ppr_retriever import GraphPPRRetriever
-from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from adaptive_retrieval.pipelines.store_config import make_store

@@ -12,14 +12,14 @@ import pytest
 from haystack import Document
 from passages import PassageWriter
 
-from adaptive_retrieval.components.indexing.community_detector import CommunityDetector
-from adaptive_retrieval.components.indexing.entity_extractor import EntityExtractor
-from adaptive_retrieval.components.indexing.graph_writer import GraphWriter
-from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
-from adaptive_retrieval.components.retrieval.graph_global_retriever import GraphGlobalRetriever
-from adaptive_retrieval.components.retrieval.graph_local_retriever import GraphLocalRetriever
-from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.indexing import CommunityDetector, EntityExtractor, GraphWriter
+from adaptive_retrieval.components.models import Bm25TextEmbedder, OnnxTextEmbedder
+from adaptive_retrieval.components.retrieval import (
+    DenseRetriever,
+    GraphGlobalRetriever,
+    GraphLocalRetriever,
+    SparseRetriever,
+)
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from adaptive_retrieval.pipelines.store_config import make_store

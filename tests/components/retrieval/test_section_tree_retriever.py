@@ -13,18 +13,15 @@ from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
 from adaptive_retrieval.components.ids import tree_node_id
-from adaptive_retrieval.components.indexing.replacing_writer import ReplacingDocumentWriter
+from adaptive_retrieval.components.indexing import ReplacingDocumentWriter, SectionSplitter, SectionTreeBuilder
 from adaptive_retrieval.components.indexing.section_segments import segment_runs
-from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter
-from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder
-from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
+from adaptive_retrieval.components.models import OnnxDocumentEmbedder, OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval.section_tree_retriever import (
     SectionTreeRetriever,
     heading_matches_name,
     heading_matches_ref,
 )
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores import EdgeDocumentStore
 from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths
 from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline, store_of
 from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline

@@ -12,7 +12,7 @@ from script_modules import load_script
 
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.token_encoder import TokenEncoder
-from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.components.routing.profiles import INTENTS, default_profiles
 from adaptive_retrieval.components.routing.rules import structural_reference
 

@@ -1,5 +1,5 @@
 """Surface rules for comparison and multi-hop (bridge) questions, added after the HotpotQA confusion matrix
-(scripts/evaluate.py) showed alternatives ("A or B?") and described entities routed to the wrong intent."""
+(scripts/lab/evaluate.py) showed alternatives ("A or B?") and described entities routed to the wrong intent."""
 
 from __future__ import annotations
 

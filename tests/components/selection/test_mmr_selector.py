@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from haystack import Document
 
+from adaptive_retrieval.components.selection import MMRSelector
 from adaptive_retrieval.components.selection.mmr import mmr_select
-from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
 
 
 def brute_force_mmr(relevance: np.ndarray, emb: np.ndarray, k: int, lam: float) -> list[int]:

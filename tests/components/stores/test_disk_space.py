@@ -90,7 +90,7 @@ _OPEN = textwrap.dedent(
     """
     import sys
     from haystack import Document
-    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+    from adaptive_retrieval.components.stores import EdgeDocumentStore
     store = EdgeDocumentStore(path=sys.argv[1], embedding_dim=8, use_sparse_embeddings=False)
     if sys.argv[2] == "write":
         store.write_documents([Document(id=f"d{i}", content="x", embedding=[1.0] + [0.0] * 7) for i in range(50)])

@@ -11,7 +11,7 @@ from haystack.testing.document_store import (
     DocumentStoreBaseTests,
 )
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores import EdgeDocumentStore
 
 
 class TestEdgeDocumentStoreHaystackSuites(

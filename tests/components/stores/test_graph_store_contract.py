@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from adaptive_retrieval.components.stores import Neo4jGraphStore
 from adaptive_retrieval.components.stores.graph_store import (
     ChunkEntities,
     Community,
@@ -19,7 +20,6 @@ from adaptive_retrieval.components.stores.graph_store import (
     GraphStore,
     GraphStoreBase,
 )
-from adaptive_retrieval.components.stores.neo4j_graph_store import Neo4jGraphStore
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 NEO4J_URI = os.environ.get("NEO4J_URI")

@@ -1,5 +1,5 @@
 """The query path's cheaper forms give what the plain ones give: Edge points made into Documents directly, the
-vector check over one matrix, the ASCII fast path of accent folding (scripts/result_fingerprint.py checks whole
+vector check over one matrix, the ASCII fast path of accent folding (scripts/lab/result_fingerprint.py checks whole
 queries)."""
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError
 
+from adaptive_retrieval.components.retrieval import DenseRetriever, SparseRetriever
 from adaptive_retrieval.components.retrieval.channel import channel_documents
-from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.stores import RemoteDocumentStore
 from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, StoreFormatError
-from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
 from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch, vector_search
 from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 from adaptive_retrieval.pipelines.store_config import make_store

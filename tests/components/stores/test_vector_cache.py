@@ -12,8 +12,7 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import DuplicatePolicy
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
+from adaptive_retrieval.components.stores import EdgeDocumentStore, RemoteDocumentStore
 from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, VectorCache
 from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 
