@@ -107,6 +107,20 @@ def _source_of(chunk: Any, by_manifest: bool) -> str | None:
     return str(value) if value is not None else None
 
 
+def _previous_calibration(target: Path) -> dict[str, Any]:
+    """The calibration file as it is (``{}`` when there is none). The gate refuses a damaged file (loudly, on every
+    query): it is set aside as ``*.damaged`` and drawn again."""
+    if not target.exists():
+        return {}
+    try:
+        return load_calibration(target)
+    except ValueError:
+        aside = target.with_name(target.name + ".damaged")
+        os.replace(target, aside)
+        logger.warning("Gate calibration %s was damaged (kept as %s): drawing it again", target, aside.name)
+        return {}
+
+
 def update_calibration(
     pipeline: Pipeline,
     budget: int = DEFAULT_BUDGET,
@@ -134,17 +148,7 @@ def update_calibration(
     chunks = store.filter_documents(CHUNKS)
     sources = _sources(store, chunks)
     by_manifest = any(sources.values())
-    old: dict[str, Any] = {}
-    if target.exists():
-        try:
-            old = load_calibration(target)
-        except ValueError:
-            # The gate refuses a damaged file (loudly, on every query): set it aside and draw a new one.
-            aside = target.with_name(target.name + ".damaged")
-            os.replace(target, aside)
-            logger.warning("Gate calibration %s was damaged (kept as %s): drawing it again", target, aside.name)
-        if full:
-            old = {}
+    old = {} if full else _previous_calibration(target)
     samples = old.get("samples") or {}
     rows = list(samples.get("rows") or []) if samples.get("version") == sample_version() else []
     seen: dict[str, str] = dict(samples.get("sources") or {}) if rows else {}

@@ -128,6 +128,30 @@ def _name(chunk: Document, shared_headings: set[str]) -> str:
     return _title_name(str(chunk.meta.get("title") or ""))
 
 
+def _documents_with_text(
+    chunks: list[Document], subjects: set[str] | None
+) -> tuple[dict[str, list[Document]], list[str], list[str]]:
+    """The chunks with sentences by document, the documents in order, and those a query may be about
+    (:func:`pseudo_queries`' ``subjects``).
+
+    :raises ValueError: when fewer than two documents have text, or none of ``subjects`` has.
+    """
+    by_doc: dict[str, list[Document]] = defaultdict(list)
+    for chunk in chunks:
+        doc_id = chunk.meta.get("doc_id")
+        if doc_id and _sentences(chunk.content or ""):
+            by_doc[doc_id].append(chunk)
+    docs = sorted(by_doc)
+    if len(docs) < 2:
+        msg = f"Self-calibration needs at least 2 indexed documents with text; the index has {len(docs)}"
+        raise ValueError(msg)
+    drawn = docs if subjects is None else [d for d in docs if d in subjects]
+    if not drawn:
+        msg = "None of the documents to calibrate on has text to draw pseudo-queries from"
+        raise ValueError(msg)
+    return by_doc, docs, drawn
+
+
 def pseudo_queries(
     chunks: list[Document], n: int, seed: int = 0, subjects: set[str] | None = None
 ) -> list[PseudoQuery]:
@@ -147,19 +171,7 @@ def pseudo_queries(
         none of ``subjects`` has.
     """
     rng = np.random.default_rng(seed)
-    by_doc: dict[str, list[Document]] = defaultdict(list)
-    for chunk in chunks:
-        doc_id = chunk.meta.get("doc_id")
-        if doc_id and _sentences(chunk.content or ""):
-            by_doc[doc_id].append(chunk)
-    docs = sorted(by_doc)
-    if len(docs) < 2:
-        msg = f"Self-calibration needs at least 2 indexed documents with text; the index has {len(docs)}"
-        raise ValueError(msg)
-    drawn = docs if subjects is None else [d for d in docs if d in subjects]
-    if not drawn:
-        msg = "None of the documents to calibrate on has text to draw pseudo-queries from"
-        raise ValueError(msg)
+    by_doc, docs, drawn = _documents_with_text(chunks, subjects)
     titles = {d: str(by_doc[d][0].meta.get("title") or "").strip() for d in docs}
     heading_docs: dict[str, set[str]] = defaultdict(set)
     for doc in docs:

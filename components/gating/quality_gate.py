@@ -46,6 +46,7 @@ from haystack.core.serialization import component_to_dict, import_class_by_name
 from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
 from adaptive_retrieval.components.gating.calibration import load_calibration, load_prior, store_calibration_file
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
+from adaptive_retrieval.components.gating.retry_policy import same_candidates
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals, missing_names
 from adaptive_retrieval.components.gating.verdict import Verdict, verdict
 from adaptive_retrieval.components.gating.word_vectors import WordVectors
@@ -65,43 +66,6 @@ DEFAULT_BIAS: float = PRIOR["bias"]
 DEFAULT_PASS_THRESHOLD: float = PRIOR["pass_threshold"]
 DEFAULT_ASKED_THRESHOLD: float = PRIOR["asked_threshold"]
 DEFAULT_ASKED_FLOOR: float = PRIOR["asked_floor"]
-#: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
-_WEIGHT_TOLERANCE = 1e-3
-
-
-def same_candidates(
-    current: dict[str, Any] | None,
-    following: dict[str, Any] | None,
-    sizes: dict[str, int] | None,
-    channels: set[str] | None = None,
-) -> bool:
-    """Whether a retry with strategy ``following`` would fetch the same candidates as ``current`` did.
-
-    Same when the same channels run with the same weights, MMR λ and rerank flag, and every running channel either
-    asks for the same depth (``fetch_k``) or already returned fewer documents than it was asked for (it had no
-    more to give: a deeper search finds nothing new). ``top_k`` is left out: a longer cut of the same fused list
-    is no new evidence. Without both strategies nothing is known, so the answer is ``False`` (retry).
-    ``channels``: the channels the pipeline has (the joiner's); weights the router gives to others are ignored.
-    """
-    if not current or not following:
-        return False
-    for key in ("mmr_lambda", "rerank"):
-        if current.get(key) != following.get(key):
-            return False
-    now, then = current.get("weights") or {}, following.get("weights") or {}
-    if channels is not None:
-        now = {c: w for c, w in now.items() if c in channels}
-        then = {c: w for c, w in then.items() if c in channels}
-    for channel in set(now) | set(then):
-        a, b = float(now.get(channel, 0.0)), float(then.get(channel, 0.0))
-        if (a > 0) != (b > 0) or abs(a - b) > _WEIGHT_TOLERANCE:
-            return False
-    if current.get("fetch_k") == following.get("fetch_k"):
-        return True
-    sizes = sizes or {}
-    running = [c for c, w in now.items() if float(w) > 0]
-    # A channel absent from sizes did not deliver (failed or not run): nothing says it is exhausted.
-    return all(c in sizes and sizes[c] < int(current.get("fetch_k") or 0) for c in running)
 
 
 @component

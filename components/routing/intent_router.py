@@ -52,6 +52,22 @@ def load_exemplars() -> dict[str, list[str]]:
     return json.loads(text)
 
 
+def _fallback(
+    profile: dict[str, Any] | None, min_confidence: float | None, packaged: bool, channels: list[str]
+) -> tuple[dict[str, Any] | None, float]:
+    """The router's fallback profile and confidence bound: the given ones, else the packaged fit's when the
+    profiles are the packaged ones too (see :class:`IntentRouter`)."""
+    fallback = profile if profile is not None else default_fallback_profile() if packaged else None
+    if fallback is not None:
+        validate_profiles({"fallback": fallback}, ("fallback",), channels)
+    if min_confidence is None:
+        min_confidence = DEFAULT_MIN_CONFIDENCE if packaged and profile is None else 0.0
+    if not 0.0 <= min_confidence <= 1.0:
+        msg = f"min_confidence must be within [0, 1], got {min_confidence}"
+        raise ValueError(msg)
+    return fallback, float(min_confidence)
+
+
 @component
 class IntentRouter:
     """Soft intent routing with no LLM: surface rules plus a nearest-exemplar classifier on the query embedding.
@@ -126,22 +142,12 @@ class IntentRouter:
         self.profiles = profiles if profiles is not None else default_profiles()
         self.channels = check_channel_set(channels if channels is not None else pipeline_channels())
         validate_profiles(self.profiles, intents, self.channels)
-        self.fallback_profile = (
-            fallback_profile if fallback_profile is not None else default_fallback_profile() if packaged else None
+        self.fallback_profile, self.min_confidence = _fallback(
+            fallback_profile, min_confidence, packaged, self.channels
         )
-        if self.fallback_profile is not None:
-            validate_profiles({"fallback": self.fallback_profile}, ("fallback",), self.channels)
-        if min_confidence is None:
-            min_confidence = DEFAULT_MIN_CONFIDENCE if packaged and fallback_profile is None else 0.0
-        if not 0.0 <= min_confidence <= 1.0:
-            msg = f"min_confidence must be within [0, 1], got {min_confidence}"
+        if exemplars is not None and (empty := [i for i, qs in exemplars.items() if not qs]):
+            msg = f"exemplars for intent(s) {empty} are empty"
             raise ValueError(msg)
-        self.min_confidence = float(min_confidence)
-        if exemplars is not None:
-            empty = [i for i, qs in exemplars.items() if not qs]
-            if empty:
-                msg = f"exemplars for intent(s) {empty} are empty"
-                raise ValueError(msg)
         if temperature <= 0:
             msg = "temperature must be > 0"
             raise ValueError(msg)

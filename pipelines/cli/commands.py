@@ -150,16 +150,21 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         print(f"warning: {len(counts['partial'])} file(s) indexed in part (`stats` lists them)", file=sys.stderr)
     if not getattr(args, "no_calibrate", False) and total:
         _keep_calibration(args, out)
-    for failure in counts.get("failed", []):
+    return _report_failures(counts.get("failed", []))
+
+
+def _report_failures(failed: list[dict[str, Any]]) -> int:
+    """Print each file that was not indexed and a summary by kind; the exit status (1 when any failed)."""
+    for failure in failed:
         print(f"failed: {failure['source']}: {failure['reason']}", file=sys.stderr)
-    if counts.get("failed"):
-        kinds: dict[str, int] = {}
-        for failure in counts["failed"]:
-            kinds[failure.get("kind", "failed")] = kinds.get(failure.get("kind", "failed"), 0) + 1
-        summary = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-        print(f"error: {len(counts['failed'])} file(s) not indexed ({summary})", file=sys.stderr)
-        return EXIT_ERROR
-    return 0
+    if not failed:
+        return 0
+    kinds: dict[str, int] = {}
+    for failure in failed:
+        kinds[failure.get("kind", "failed")] = kinds.get(failure.get("kind", "failed"), 0) + 1
+    summary = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    print(f"error: {len(failed)} file(s) not indexed ({summary})", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def _keep_calibration(args: argparse.Namespace, out: TextIO) -> None:

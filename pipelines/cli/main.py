@@ -25,7 +25,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.pipelines.cli.args import checked, whole_number
@@ -71,8 +71,6 @@ def _parent_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and ``--help``)."""
-    from adaptive_retrieval.pipelines.diagrams.drawing import DETAILS, FORMATS, PIPELINE_NAMES
-
     parser = argparse.ArgumentParser(
         prog="adaptive-retrieval",
         description="Adaptive retrieval with Haystack: index, query with diagnostics, serve, draw.",
@@ -83,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store, model = _parent_parsers()
 
+    _add_index_and_query(sub, store, model)
+    _add_calibrate_serve_delete_stats(sub, store, model)
+    _add_draw(sub)
+    add_models_parser(sub)
+    return parser
+
+
+def _add_index_and_query(sub: Any, store: argparse.ArgumentParser, model: argparse.ArgumentParser) -> None:
+    """The ``index`` and ``query`` commands."""
     p = sub.add_parser("index", parents=[store, model], help="index files and folders", description=cmd_index.__doc__)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.md .txt .html .pdf)")
     p.add_argument("--force", action="store_true", help="re-index files even when unchanged")
@@ -116,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_query, manages_collection=True)
 
+
+def _add_calibrate_serve_delete_stats(sub: Any, store: argparse.ArgumentParser, model: argparse.ArgumentParser) -> None:
+    """The ``calibrate``, ``serve``, ``delete`` and ``stats`` commands."""
     p = sub.add_parser(
         "calibrate",
         parents=[store, model],
@@ -149,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true", help="check every node, vector and graph record too")
     p.set_defaults(func=cmd_stats, manages_collection=True)
 
+
+def _add_draw(sub: Any) -> None:
+    """The ``draw`` command."""
+    from adaptive_retrieval.pipelines.diagrams.drawing import DETAILS, FORMATS, PIPELINE_NAMES
+
     p = sub.add_parser("draw", help="write and render the pipeline diagrams", description=cmd_draw.__doc__)
     p.add_argument("--out", default="build/diagrams", help="output folder (default build/diagrams)")
     p.add_argument("--format", nargs="+", choices=FORMATS, default=["mmd", "svg"], help="formats (default mmd svg)")
@@ -162,8 +177,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pipeline", nargs="+", choices=PIPELINE_NAMES, default=list(PIPELINE_NAMES))
     p.set_defaults(func=cmd_draw)
-    add_models_parser(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

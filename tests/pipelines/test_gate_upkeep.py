@@ -66,7 +66,8 @@ class TestUpdateCalibration:
         saved = load_calibration(result.path)
         assert saved["samples"]["version"] == sample_version()
         assert set(saved["samples"]["sources"]) == {str(index["docs"] / n) for n in FILES}
-        assert saved["asked_threshold"] == index["query"].get_component("gate").prior["asked_threshold"]
+        # The index's own pairs may relax the asked check or turn it off, never make it stricter than the prior.
+        assert 0.0 <= saved["asked_threshold"] <= index["query"].get_component("gate").prior["asked_threshold"]
 
         after = run_query(index["query"], "How many days of sick leave do I get?")
         assert after["gate"]["calibration"] == "index" and NO_CALIBRATION not in after["reason"]

@@ -20,7 +20,8 @@ from adaptive_retrieval.components.gating.calibration import (
     predict,
     save_calibration,
 )
-from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate, same_candidates
+from adaptive_retrieval.components.gating.quality_gate import DEFAULT_WEIGHTS, QualityGate
+from adaptive_retrieval.components.gating.retry_policy import same_candidates
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals
 from adaptive_retrieval.components.models import Bm25DocumentEmbedder, OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.encoder import get_encoder
