@@ -46,9 +46,9 @@ _NAMES = (
     # graph_local seeds entities from the nearest chunks: the dense channel's list, not a second vector search.
     ChannelName("graph_local", reads=("dense",)),
     # Opt-in: without it the pipeline scored the same full@10 on every development set while it searched on most
-    # queries (routing/data/profiles.json, channel_shares.graph_global; scripts/README.md, "graph_global").
+    # queries (routing/data/profiles.json, channel_shares.graph_global; scripts/lab/README.md, "graph_global").
     ChannelName("graph_global", opt_in=True),
-    # Opt-in: through the whole pipeline it lowered full@10 on MuSiQue (scripts/README.md, "Personalised PageRank").
+    # Opt-in: through the whole pipeline it lowered full@10 on MuSiQue (scripts/lab/README.md, "with the walk").
     ChannelName("graph_ppr", opt_in=True, reads=("dense", "sparse")),
     # bridge expands the dense and sparse channels' top hits with the names they write.
     ChannelName("bridge", reads=("dense", "sparse")),

@@ -44,12 +44,12 @@ CHANNEL_SOURCES = {
     SPARSE_EMBEDDING: "sparse_embedder.sparse_embedding",
     STRUCTURAL: "router.structural",
 }
-#: RRF constant of the query pipeline's joiner, chosen on hotpotqa100's training split (scripts/README.md,
+#: RRF constant of the query pipeline's joiner, chosen on hotpotqa100's training split (scripts/lab/README.md,
 #: "Calibrating the router"). A small k lets a bridge passage that only one channel ranks near its top
 #: (graph_local) beat passages that every channel ranks mid-list.
 FUSION_K = 10
 #: The late-interaction ranker (when a profile turns it on) reorders the first 10 documents only: its cost stays
-#: bounded and the set of the first 10 never changes (scripts/README.md, "Ablations of single parts": Reranker).
+#: bounded and the set of the first 10 never changes (scripts/lab/README.md, "Ablations of single parts": Reranker).
 RERANK_TOP = 10
 
 

@@ -72,8 +72,8 @@ PREFIX_MIN = 5
 #: profiles' ``top_k``); reading every returned passage made it depend on the routing profile: with profiles that
 #: return 12-14 passages, more of them graph neighbours, an absent attribute found a passage that words something
 #: like it more often, and the self-calibration's hold-back of absent-attribute pseudo-queries fell from 45 % to
-#: 31 % on dragonball_law_en, near the 30 % under which the check turns itself off (scripts/README.md, "Fewer
-#: intents"). A fixed count keeps the check's meaning whatever the profile.
+#: 31 % on dragonball_law_en, near the 30 % under which the check turns itself off (scripts/lab/README.md, "A missing
+#: fact, not missing evidence"). A fixed count keeps the check's meaning whatever the profile.
 ASKED_DOCUMENTS = 10
 _RAW_WORD = re.compile(r"[a-z0-9]+")
 _AUXILIARIES = frozenset(

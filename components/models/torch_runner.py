@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8": "bfloat16"}
 #: FP8 tensor cores: Ada (8.9) and Hopper (9.0) or newer.
 FP8_MIN_CAPABILITY = (8, 9)
-#: The measurement behind the fp8 policy (issue 43; scripts/README.md, bench_gpu.py).
+#: The measurement behind the fp8 policy (issue 43; scripts/lab/README.md, bench_gpu.py).
 FP8_MEASURED = (
     "torchao's dynamic FP8 (eager) was measured slower than fp16 on one H200 (torch 2.11, torchao 0.18): 0.74x fp16 "
     "on all-MiniLM-L6-v2 (6 layers x 384, 22M parameters) and 0.46-0.75x on a BERT-large shape (24 layers x 1024, "

@@ -1,8 +1,8 @@
 """Intent taxonomy and the strategy profile of each intent (channel weights, depth, MMR λ, reranking).
 
 The fitted profiles are data: ``routing/data/profiles.json``, with their provenance (data sets, command, date,
-metric), written by ``scripts/lab/calibrate_profiles.py --write``; ``scripts/README.md`` says how they score. Profiles
-are ``IntentRouter`` init parameters, so a user changes them in YAML.
+metric), written by ``scripts/lab/calibrate_profiles.py --write``; ``scripts/lab/README.md`` says how they score.
+Profiles are ``IntentRouter`` init parameters, so a user changes them in YAML.
 """
 
 from __future__ import annotations

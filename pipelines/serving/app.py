@@ -218,7 +218,7 @@ def create_app(pipelines_dir: str | Path | None = None, host: str = "127.0.0.1",
     # uvicorn's per-request log (through Hayhooks' loguru) only when asked for: see access_log_on.
     logging.getLogger("uvicorn.access").disabled = not access_log_on()
     # Hayhooks copies every Haystack span (one per component run, its tags JSON-encoded) into the buffer of its
-    # /traces routes: ~6 % of a served query's CPU (scripts/README.md, "Where the server's CPU goes"). Off unless
+    # /traces routes: ~6 % of a served query's CPU (scripts/lab/README.md, "Where the server's CPU goes"). Off unless
     # asked for; every answer carries its per-component timings_ms anyway.
     if not app_settings.is_set(TRACE_SPANS_ENV):
         settings.tracing_include_haystack_spans = False

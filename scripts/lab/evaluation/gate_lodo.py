@@ -2,7 +2,7 @@
 
 Each development set is a *domain*. For each held-out domain the gate's free number, the ``asked`` check's
 threshold, is chosen on the other domains only; the evidence model is the shipped prior (refitting it on the other
-domains' missing-evidence labels scored lower held out, see ``scripts/README.md``). The held-out domain is then
+domains' missing-evidence labels scored lower held out, see ``scripts/lab/README.md``). The held-out domain is then
 scored twice: with that prior (a gate without calibration) and self-calibrated on the held-out index's own
 pseudo-queries (:func:`~adaptive_retrieval.pipelines.gate_calibration.fit_samples`), as indexing calibrates it.
 
