@@ -156,7 +156,9 @@ def _core_modules() -> list[str]:
     for folder in PACKAGE_FOLDERS:
         for path in sorted((REPO / folder).rglob("*.py")):
             relative = path.relative_to(REPO)
-            if file_group(str(relative)) == "core" and path.parent.joinpath("__init__.py").exists():
+            # A package's __main__ runs the program when imported: it is not a module to import.
+            importable = path.parent.joinpath("__init__.py").exists() and path.stem != "__main__"
+            if file_group(str(relative)) == "core" and importable:
                 dotted = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
                 modules.append(f"adaptive_retrieval.{dotted}")
     return modules
