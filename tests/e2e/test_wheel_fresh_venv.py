@@ -150,7 +150,14 @@ print(json.dumps({"imported": len(modules), "torch": "torch" in sys.modules}))
 
 def _core_modules() -> list[str]:
     """Every module of the package outside the served app (tests/packaging/test_dependencies.py's SERVE_FILES)."""
-    from test_dependencies import PACKAGE_FOLDERS, file_group
+    import importlib.util
+
+    # By path: tests/packaging is on sys.path only once pytest has collected it (not when this file runs alone).
+    spec = importlib.util.spec_from_file_location("test_dependencies", REPO / "tests/packaging/test_dependencies.py")
+    assert spec is not None and spec.loader is not None
+    dependencies = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dependencies)
+    PACKAGE_FOLDERS, file_group = dependencies.PACKAGE_FOLDERS, dependencies.file_group  # noqa: N806
 
     modules = []
     for folder in PACKAGE_FOLDERS:
