@@ -1,27 +1,18 @@
 """The lab's corpus of real documents: the Python language reference topics that ship with CPython (``pydoc_data``),
-the same that ``scripts/demo.py`` indexes by default."""
+written by the demo's own :func:`write_pydoc_topics` (``scripts/demo.py``, the product tool one floor below the lab),
+so the lab and the demo index the same files."""
 
 from __future__ import annotations
 
-import logging
-import re
+import importlib.util
 from pathlib import Path
 
-logger = logging.getLogger(__name__)
+_DEMO = Path(__file__).resolve().parents[2] / "demo.py"
+_spec = importlib.util.spec_from_file_location("adaptive_retrieval_demo", _DEMO)
+assert _spec is not None and _spec.loader is not None
+_demo = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_demo)
 
+write_pydoc_topics = _demo.write_pydoc_topics
 
-def write_pydoc_topics(folder: str | Path) -> list[Path]:
-    """Write each ``pydoc_data.topics`` entry (about 80 reference chapters with reST headings) to
-    ``folder/<topic>.txt``; files whose text is unchanged are left alone so re-indexing can skip them."""
-    from pydoc_data.topics import topics
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in sorted(topics.items()):
-        path = folder / (re.sub(r"[^\w.-]", "_", name) + ".txt")
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        paths.append(path)
-    logger.info("Python reference topics in %s: %d files", folder, len(paths))
-    return paths
+__all__ = ["write_pydoc_topics"]
