@@ -120,14 +120,14 @@ def _run_one(pipeline: Pipeline, gate: Any, query: PseudoQuery) -> dict[str, Any
     row: dict[str, Any] = {
         "doc_ids": list(query.sources),
         "kind": query.kind,
-        "present": result["gate"]["attempts"][0]["signals"],
+        "present": dict(result["gate"]["attempts"][0].signals),
         "excluded": {k: round(v, 4) for k, v in gate.signals(ranked, query.text, embedding, joiner["fusion"]).items()},
         "absent": None,
         "unmatched": [],
     }
     if query.absent:
         absent = pipeline.run(query_inputs(pipeline, query.absent), include_outputs_from={"gate"})["gate"]
-        row["absent"] = absent["attempts"][0]["signals"]
+        row["absent"] = dict(absent["attempts"][0].signals)
         if gate.word_vectors is not None:
             gate.word_vectors.warm_up()
             names = query_names(query.absent)

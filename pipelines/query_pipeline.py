@@ -34,6 +34,7 @@ from adaptive_retrieval.components.routing.intent_router import IntentRouter
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
 from adaptive_retrieval.components.selection.structural_first import StructuralFirst
 from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.pipelines.query_result import GateOutcome, QueryResult
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 from adaptive_retrieval.pipelines.timing import stage_timings
 from adaptive_retrieval.pipelines.validation import check_query
@@ -181,18 +182,15 @@ def query_inputs(pipeline: Pipeline, query: str) -> dict[str, dict[str, Any]]:
     return inputs
 
 
-def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
-    """Run ``query`` and gather the documents with the routing, fusion and gate diagnostics and stage timings.
+def run_query(pipeline: Pipeline, query: str) -> QueryResult:
+    """Run ``query`` and gather the documents with the routing, fusion and gate outcome and the stage timings.
 
-    :returns: ``documents`` (the gate's final list), ``gate`` (``decision`` pass/insufficient, ``quality``,
-        ``signals`` and ``attempt`` of the attempt that produced the documents, ``attempts`` = every attempt's
-        record, ``verdict`` and ``reason``), ``verdict`` and ``reason`` (the gate's, in words: ``found`` /
-        ``not_found`` / ``uncertain`` and one sentence why; ``None`` for a pipeline without a gate), ``intent``,
-        ``confidence``, ``weights`` (as used by the joiner), ``strategy``, ``routing``, ``fusion`` (``failed``:
-        channels the router weighted that delivered nothing because they failed; ``failed_reasons``: why, per
-        channel),
-        ``timings_ms`` (per component summed over attempts, and ``total``), ``query_embedding`` (the last
-        attempt's query vector, a list). Routing and fusion describe the last attempt.
+    :returns: a :class:`~adaptive_retrieval.pipelines.query_result.QueryResult`: the gate's final list, its
+        verdict and reason (``found`` / ``not_found`` / ``uncertain`` and one sentence why; ``None`` for a pipeline
+        without a gate) and every attempt; the intent and its confidence, the weights as the joiner used them, the
+        strategy, the routing and fusion diagnostics of the last attempt (``failed``: channels the router weighted
+        that delivered nothing because they failed, with why), milliseconds per component and the last attempt's
+        query vector.
     :raises TypeError: when ``query`` is not a string.
     :raises ValueError: when it is empty or holds only whitespace and control characters, is longer than
         :data:`~adaptive_retrieval.pipelines.validation.MAX_QUERY_CHARS` or is not valid Unicode
@@ -220,27 +218,24 @@ def run_query(pipeline: Pipeline, query: str) -> dict[str, Any]:
     ends = ("gate", "structural_first", "ranker", "mmr", "joiner")
     final = next((result[n] for n in ends if "documents" in result.get(n, {})), {})
     documents: list[Document] = final.get("documents", [])
-    gate = {k: v for k, v in result.get("gate", {}).items() if k != "documents"} or None
     weighted = [c for c in joiner.channels if router["weights"].get(c, 0.0) > 0]
     failed = [c for c in weighted if c not in fusion["sizes"]]
     reasons = {c: fusion.get("failures", {}).get(c, "failed (see the log)") for c in failed}
     if failed and (len(failed) == len(weighted) or not documents):
         # All failed, or some failed and nothing came back: "no match" would hide the failure.
         raise NoChannelAnsweredError(reasons)
-    return {
-        "query": query,
-        "documents": documents,
-        "gate": gate,
-        # The gate's verdict in words (found / not_found / uncertain, and why), for every surface to show first.
-        "verdict": (gate or {}).get("verdict"),
-        "reason": (gate or {}).get("reason"),
-        "intent": router["intent"],
-        "confidence": router["confidence"],
-        "weights": result["joiner"]["fusion"]["weights"],
-        "strategy": {k: router[k] for k in ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")},
-        "structural": router.get("structural"),
-        "routing": router["routing"],
-        "fusion": {**{k: v for k, v in fusion.items() if k != "failures"}, "failed": failed, "failed_reasons": reasons},
-        "timings_ms": {**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
-        "query_embedding": as_float_list(result.get("query_embedder", {}).get("vector")),
-    }
+    return QueryResult(
+        query=query,
+        documents=documents,
+        intent=router["intent"],
+        confidence=router["confidence"],
+        weights=fusion["weights"],
+        strategy=router["strategy"],
+        routing=router["routing"],
+        fusion={k: v for k, v in fusion.items() if k != "failures"},
+        failed=reasons,
+        structural=router.get("structural"),
+        gate=GateOutcome.from_outputs(result.get("gate", {})),
+        timings_ms={**{k: round(v, 2) for k, v in times.items()}, "total": round(sum(times.values()), 2)},
+        query_embedding=as_float_list(result.get("query_embedder", {}).get("vector")),
+    )

@@ -24,6 +24,7 @@ from pathlib import Path
 from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
 from adaptive_retrieval.pipelines.indexer import index_paths
 from adaptive_retrieval.pipelines.query_pipeline import run_query
+from adaptive_retrieval.pipelines.query_result import QueryResult
 from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
 #: One query per intent, keyed by the intent the router is expected to pick on the Python reference index
@@ -56,35 +57,34 @@ def write_pydoc_topics(folder: str | Path) -> list[Path]:
     return paths
 
 
-def show(result: dict, top: int) -> None:
-    print(f"\nQ: {result['query']}")
-    if result.get("reason"):
-        print(f"   {result['reason']}")
-    probs = ", ".join(f"{k} {v:.2f}" for k, v in list(result["routing"]["probabilities"].items())[:3])
-    rules = ",".join(result["routing"]["rules"]) or "-"
-    print(f"   intent: {result['intent']} (confidence {result['confidence']:.2f}; {probs}; rules: {rules})")
-    strategy = result["strategy"]
-    weights = " ".join(f"{c}={w:.2f}" for c, w in strategy["weights"].items() if w > 0)
+def show(result: QueryResult, top: int) -> None:
+    print(f"\nQ: {result.query}")
+    if result.reason:
+        print(f"   {result.reason}")
+    probs = ", ".join(f"{k} {v:.2f}" for k, v in list(result.routing["probabilities"].items())[:3])
+    rules = ",".join(result.routing["rules"]) or "-"
+    print(f"   intent: {result.intent} (confidence {result.confidence:.2f}; {probs}; rules: {rules})")
+    strategy = result.strategy
+    weights = " ".join(f"{c}={w:.2f}" for c, w in strategy.weights.items() if w > 0)
     print(
-        f"   profile weights: {weights} | top_k={strategy['top_k']} fetch_k={strategy['fetch_k']} "
-        f"mmr_lambda={strategy['mmr_lambda']:.2f} rerank={strategy['rerank']}"
+        f"   profile weights: {weights} | top_k={strategy.top_k} fetch_k={strategy.fetch_k} "
+        f"mmr_lambda={strategy.mmr_lambda:.2f} rerank={strategy.rerank}"
     )
-    used = " ".join(f"{c}={w:.2f}" for c, w in result["weights"].items())
-    print(f"   channels used: {used} (skipped: {', '.join(result['fusion']['skipped']) or '-'})")
-    for rank, doc in enumerate(result["documents"][:top], start=1):
+    used = " ".join(f"{c}={w:.2f}" for c, w in result.weights.items())
+    print(f"   channels used: {used} (skipped: {', '.join(result.fusion['skipped']) or '-'})")
+    for rank, doc in enumerate(result.documents[:top], start=1):
         prov = " ".join(f"{c}#{r}" for c, r in doc.meta.get("channels", {}).items())
         where = doc.meta.get("section") or doc.meta.get("title")
         snippet = textwrap.shorten(doc.content or "", 90)
         # The rank is the pipeline's order (MMR and a named section reorder the fused list): the score is the fusion's.
         print(f"   {rank}. {where}  <{prov}; fused score {doc.score:.3f}>\n        {snippet}")
-    gate = result.get("gate")
-    if gate:
-        signals = " ".join(f"{k}={v:.2f}" for k, v in gate["signals"].items())
+    if gate := result.gate:
+        signals = " ".join(f"{k}={v:.2f}" for k, v in gate.signals.items())
         print(
-            f"   gate: {gate['decision']} (quality {gate['quality']:.2f}, attempt {gate['attempt']} of "
-            f"{len(gate['attempts'])}; {signals})"
+            f"   gate: {gate.decision} (quality {gate.quality:.2f}, attempt {gate.attempt} of "
+            f"{len(gate.attempts)}; {signals})"
         )
-    stages = " ".join(f"{k}={v:.1f}" for k, v in result["timings_ms"].items())
+    stages = " ".join(f"{k}={v:.1f}" for k, v in result.timings_ms.items())
     print(f"   timings ms: {stages}")
 
 

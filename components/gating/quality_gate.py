@@ -44,6 +44,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict, import_class_by_name
 
 from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
+from adaptive_retrieval.components.gating.attempts import Attempt, AttemptRecord, RetryState, best_attempt, history_of
 from adaptive_retrieval.components.gating.calibration import load_calibration, load_prior, store_calibration_file
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.retry_policy import same_candidates
@@ -52,6 +53,7 @@ from adaptive_retrieval.components.gating.verdict import Verdict, verdict
 from adaptive_retrieval.components.gating.word_vectors import WordVectors
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
+from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.components.text.names import query_names
 
 logger = logging.getLogger(__name__)
@@ -288,8 +290,8 @@ class QualityGate:
         quality: float,
         attempt: int,
         fusion: dict[str, Any] | None,
-        strategy: dict[str, Any] | None,
-        next_strategy: dict[str, Any] | None,
+        strategy: Strategy | None,
+        next_strategy: Strategy | None,
     ) -> tuple[str, str | None]:
         """``pass`` / ``retry`` / ``insufficient`` for one attempt, and why a retry was skipped (or ``None``)."""
         if quality >= self.pass_threshold:
@@ -310,8 +312,8 @@ class QualityGate:
         quality=float,
         signals=dict[str, float],
         attempt=int,
-        attempts=list[dict[str, Any]],
-        retry=dict[str, Any],
+        attempts=list[AttemptRecord],
+        retry=RetryState,
         retry_skipped=str,
         calibration=str,
         pass_threshold=float,
@@ -325,9 +327,9 @@ class QualityGate:
         query_embedding: QueryEmbedding | None = None,
         fusion: dict[str, Any] | None = None,
         attempt: int | None = None,
-        previous: dict[str, Any] | None = None,
-        strategy: dict[str, Any] | None = None,
-        next_strategy: dict[str, Any] | None = None,
+        previous: RetryState | None = None,
+        strategy: Strategy | None = None,
+        next_strategy: Strategy | None = None,
     ) -> dict[str, Any]:
         """Judge one attempt.
 
@@ -337,16 +339,17 @@ class QualityGate:
         :param fusion: the joiner's diagnostics: the channels with a weight (``weights``) that returned documents
             (``sizes``) are the ones agreement counts.
         :param attempt: 0 for the first attempt, n for the n-th retry (from ``RetryLoop``).
-        :param previous: the best earlier attempt, carried around the loop by ``RetryLoop``.
+        :param previous: what the loop carried from the earlier attempts (the best one and every record), from
+            ``RetryLoop``.
         :param strategy: this attempt's strategy (the router's ``strategy``).
         :param next_strategy: the strategy a retry would use (the router's ``next_strategy``); a retry that
             would fetch the same candidates (:func:`same_candidates`) is skipped.
-        :returns: on a retry only ``retry`` (``{"attempt": n + 1, "previous": best so far}``); otherwise
-            ``documents``, ``decision`` (``pass`` or ``insufficient``), ``quality``, ``signals`` and ``attempt``
-            of the attempt whose documents are returned, ``attempts`` (every attempt's decision, quality
-            and signals), ``calibration`` (``index`` or ``prior``) and its ``pass_threshold``, ``verdict``
-            (``found``, ``not_found`` or ``uncertain``) with its one-sentence ``reason`` (:meth:`explain`) and,
-            when a retry was skipped, ``retry_skipped`` (why).
+        :returns: on a retry only ``retry`` (a :class:`RetryState`: the next attempt's number, the best attempt so
+            far, every record); otherwise ``documents``, ``decision`` (``pass`` or ``insufficient``), ``quality``,
+            ``signals`` and ``attempt`` of the attempt whose documents are returned, ``attempts`` (every attempt's
+            :class:`AttemptRecord`), ``calibration`` (``index`` or ``prior``) and its ``pass_threshold``,
+            ``verdict`` (``found``, ``not_found`` or ``uncertain``) with its one-sentence ``reason``
+            (:meth:`explain`) and, when a retry was skipped, ``retry_skipped`` (why).
         """
         query_embedding = as_float_list(query_embedding)
         self._refresh_calibration()
@@ -357,37 +360,26 @@ class QualityGate:
         signals = self.signals(documents, query, query_embedding, fusion)
         quality = self.quality(signals)
         decision, skipped = self._decide(quality, attempt, fusion, strategy, next_strategy)
-        record = {
-            "attempt": attempt,
-            "decision": decision,
-            "quality": round(quality, 4),
-            "signals": {k: round(v, 4) for k, v in signals.items()},
-            "documents": len(documents),
-        }
-        if skipped:
-            record["retry_skipped"] = skipped
-        history = [*(previous or {}).get("attempts", []), record]
-        current = {"documents": documents, "quality": quality, "signals": signals, "attempt": attempt}
-        # Ties go to the later attempt: it searched more widely.
-        best = current if previous is None or quality >= previous["quality"] else previous
+        rounded = {k: round(v, 4) for k, v in signals.items()}
+        record = AttemptRecord(attempt, decision, round(quality, 4), rounded, len(documents), skipped)
+        history = history_of(previous, record)
+        best = best_attempt(Attempt(attempt, documents, quality, signals), previous)
         logger.debug("Quality gate: attempt %d quality %.3f -> %s", attempt, quality, decision)
         if decision == "retry":
-            return {"retry": {"attempt": attempt + 1, "previous": {**best, "attempts": history}}}
-        if decision == "insufficient" and best is not current:
-            logger.info(
-                "No attempt passed; returning attempt %d, the best (quality %.3f)", best["attempt"], best["quality"]
-            )
+            return {"retry": RetryState(attempt + 1, best, history)}
+        if decision == "insufficient" and best.attempt != attempt:
+            logger.info("No attempt passed; returning attempt %d, the best (quality %.3f)", best.attempt, best.quality)
         out = {
-            "documents": best["documents"],
+            "documents": best.documents,
             "decision": decision,
-            "quality": round(best["quality"], 4),
-            "signals": {k: round(v, 4) for k, v in best["signals"].items()},
-            "attempt": best["attempt"],
-            "attempts": history,
+            "quality": round(best.quality, 4),
+            "signals": {k: round(v, 4) for k, v in best.signals.items()},
+            "attempt": best.attempt,
+            "attempts": list(history),
             "calibration": self.calibration,
             "pass_threshold": round(self.pass_threshold, 4),
         }
-        told = self.explain(best["documents"], query, decision, best["quality"])
+        told = self.explain(best.documents, query, decision, best.quality)
         out["verdict"], out["reason"] = told.verdict, told.reason
         if skipped:
             out["retry_skipped"] = skipped

@@ -22,6 +22,7 @@ from typing import Any
 
 from haystack import component
 
+from adaptive_retrieval.components.gating.attempts import RetryState
 from adaptive_retrieval.components.limits import check_query
 
 
@@ -34,20 +35,21 @@ class RetryLoop:
     surface (REST, chat, MCP, the CLI, ``run_query`` and a plain ``Pipeline.run``) enters here.
     """
 
-    @component.output_types(query=str, attempt=int, previous=dict[str, Any] | None)
-    def run(self, query: str, retry: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Forward the query with its attempt number.
+    @component.output_types(query=str, attempt=int, previous=RetryState | None)
+    def run(self, query: str, retry: RetryState | None = None) -> dict[str, Any]:
+        """Forward the query with its attempt number, and the loop's memory to the gate.
 
         :param query: the caller's question.
-        :param retry: ``{"attempt": n, "previous": {...}}`` from the quality gate, absent on the first pass.
-        :raises ValueError: for an empty query or a malformed retry message.
+        :param retry: the quality gate's :class:`~adaptive_retrieval.components.gating.attempts.RetryState`,
+            absent on the first pass.
+        :raises ValueError: for an empty query.
+        :raises TypeError: for a retry that is not a ``RetryState``.
         """
         check_query(query)
         query = unicodedata.normalize("NFKC", query)
         if retry is None:
             return {"query": query, "attempt": 0, "previous": None}
-        attempt = retry.get("attempt")
-        if not isinstance(attempt, int) or attempt < 1 or not isinstance(retry.get("previous"), dict):
-            msg = f"A retry message needs an 'attempt' >= 1 and the 'previous' attempt; got keys {sorted(retry)}"
-            raise ValueError(msg)
-        return {"query": query, "attempt": attempt, "previous": retry["previous"]}
+        if not isinstance(retry, RetryState):
+            msg = f"A retry is the quality gate's RetryState; got {type(retry).__name__}"
+            raise TypeError(msg)
+        return {"query": query, "attempt": retry.attempt, "previous": retry}

@@ -5,15 +5,15 @@ Kept apart from the gate's scoring model (``quality_gate.py``): the gate asks it
 
 from __future__ import annotations
 
-from typing import Any
+from adaptive_retrieval.components.strategy import Strategy
 
 #: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
 _WEIGHT_TOLERANCE = 1e-3
 
 
 def same_candidates(
-    current: dict[str, Any] | None,
-    following: dict[str, Any] | None,
+    current: Strategy | None,
+    following: Strategy | None,
     sizes: dict[str, int] | None,
     channels: set[str] | None = None,
 ) -> bool:
@@ -25,12 +25,11 @@ def same_candidates(
     is no new evidence. Without both strategies nothing is known, so the answer is ``False`` (retry).
     ``channels``: the channels the pipeline has (the joiner's); weights the router gives to others are ignored.
     """
-    if not current or not following:
+    if current is None or following is None:
         return False
-    for key in ("mmr_lambda", "rerank"):
-        if current.get(key) != following.get(key):
-            return False
-    now, then = current.get("weights") or {}, following.get("weights") or {}
+    if current.mmr_lambda != following.mmr_lambda or current.rerank != following.rerank:
+        return False
+    now, then = dict(current.weights), dict(following.weights)
     if channels is not None:
         now = {c: w for c, w in now.items() if c in channels}
         then = {c: w for c, w in then.items() if c in channels}
@@ -38,9 +37,9 @@ def same_candidates(
         a, b = float(now.get(channel, 0.0)), float(then.get(channel, 0.0))
         if (a > 0) != (b > 0) or abs(a - b) > _WEIGHT_TOLERANCE:
             return False
-    if current.get("fetch_k") == following.get("fetch_k"):
+    if current.fetch_k == following.fetch_k:
         return True
     sizes = sizes or {}
     running = [c for c, w in now.items() if float(w) > 0]
     # A channel absent from sizes did not deliver (failed or not run): nothing says it is exhausted.
-    return all(c in sizes and sizes[c] < int(current.get("fetch_k") or 0) for c in running)
+    return all(c in sizes and sizes[c] < current.fetch_k for c in running)

@@ -28,6 +28,7 @@ from adaptive_retrieval.components.routing.profiles import (
     validate_profiles,
 )
 from adaptive_retrieval.components.routing.rules import apply_rules
+from adaptive_retrieval.components.strategy import Strategy
 
 logger = logging.getLogger(__name__)
 
@@ -232,8 +233,8 @@ class IntentRouter:
         rerank=bool,
         structural=dict[str, Any] | None,
         routing=dict[str, Any],
-        strategy=dict[str, Any],
-        next_strategy=dict[str, Any],
+        strategy=Strategy,
+        next_strategy=Strategy,
     )
     def run(self, query: str, query_embedding: QueryEmbedding, escalation: int | None = None) -> dict[str, Any]:
         """Route one query.
@@ -244,8 +245,9 @@ class IntentRouter:
             ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``), ``structural`` (a section/table reference or
             ``None``) and ``routing`` (probabilities, rules fired, ``fallback``: why the fallback profile was
             taken, or ``None``; time taken) for diagnostics; ``strategy`` (the
-            same five fields in one dict) and ``next_strategy`` (what a retry one level up would use), so the
-            quality gate can skip a retry that would change nothing.
+            same five fields as one :class:`~adaptive_retrieval.components.strategy.Strategy`) and
+            ``next_strategy`` (what a retry one level up would use), so the quality gate can skip a retry that
+            would change nothing.
         :raises ValueError: for an empty or too long query, or a query embedding of the wrong dimension.
         """
         check_query(query, self.max_query_chars)
@@ -277,6 +279,6 @@ class IntentRouter:
             "structural": rules.structural,
             "routing": routing,
             **strategy,
-            "strategy": strategy,
-            "next_strategy": following,
+            "strategy": Strategy.from_dict(strategy),
+            "next_strategy": Strategy.from_dict(following),
         }

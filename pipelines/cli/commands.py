@@ -18,7 +18,7 @@ from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.stores.locations import QDRANT_PATH_ENV as STORE_PATH_ENV
 from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
-from adaptive_retrieval.pipelines.cli.format import print_query, print_stats, verdict_of
+from adaptive_retrieval.pipelines.cli.format import print_query, print_stats
 from adaptive_retrieval.pipelines.processes import garbage_collection
 from adaptive_retrieval.pipelines.processes.owner_client import ServerCallError, answer_field
 from adaptive_retrieval.pipelines.processes.owner_client import call_server as _call_server
@@ -205,29 +205,30 @@ def _keep_calibration(args: argparse.Namespace, out: TextIO) -> None:
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     """Retrieve passages for a question and show the routing diagnostics."""
     from adaptive_retrieval.pipelines.query_pipeline import run_query
-    from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
-    from adaptive_retrieval.pipelines.validation import check_query
+    from adaptive_retrieval.pipelines.query_result import QueryResult
+    from adaptive_retrieval.pipelines.validation import check_query, check_top_k
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     text = check_query(" ".join(args.text).strip())  # ValueError/TypeError: printed as `error: ...`, exit 1
+    top_k = check_top_k(args.top_k)
     if owner := _store_owner(args):
         # One process owns an embedded store: ask it rather than open the folder a second time.
         print(f"({_owned_message(owner)}: asking it)", file=sys.stderr)
-        body = {"query": text, **({"top_k": args.top_k} if args.top_k is not None else {})}
-        result = answer_field(owner, _call_server(owner, "POST", "/query/run", json=body), "result", dict)
+        body = {"query": text, **({"top_k": top_k} if top_k is not None else {})}
+        answer = answer_field(owner, _call_server(owner, "POST", "/query/run", json=body), "result", dict)
         try:
-            response = QueryResponse.model_validate(result)
-        except ValueError as err:  # pydantic's ValidationError: not the answer of this package's query route
+            result = QueryResult.from_dict(answer)
+        except ValueError as err:  # not the answer of this package's query route
             msg = f"{_owned_message(owner)}, which answered with a result of another shape: {str(err)[:300]}"
             raise ServerCallError(msg) from err
     else:
         pipeline = load_pipeline("query", **_store_overrides(args))
-        response = QueryResponse.from_result(run_query(pipeline, text), top_k=args.top_k)
+        result = run_query(pipeline, text).head(top_k)
     if args.json:
-        print(response.model_dump_json(indent=2), file=out)
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False), file=out)
     else:
-        print_query(response, out, args.full)
-    if getattr(args, "fail_if_not_found", False) and verdict_of(response) != "found":
+        print_query(result, out, args.full)
+    if getattr(args, "fail_if_not_found", False) and result.verdict != "found":
         return EXIT_NOT_FOUND
     return 0
 

@@ -3,59 +3,54 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # the CLI starts without Haystack; a query imports it
+    from adaptive_retrieval.pipelines.query_result import GateOutcome, QueryResult
 
 
-def verdict_of(response: Any) -> str | None:
-    """The quality gate's verdict of a query response (``found``, ``not_found``, ``uncertain``; ``None`` without a
-    gate)."""
-    return (response.gate or {}).get("verdict")
-
-
-def gate_line(gate: dict[str, Any]) -> str:
+def gate_line(gate: GateOutcome) -> str:
     """The gate's decision in one line: decision, quality against its threshold, attempts, which model judged."""
-    attempts = gate.get("attempts") or []
-    model = "the index's calibration" if gate.get("calibration") == "index" else "the built-in prior (no calibration)"
-    line = f"gate: {gate.get('decision')} (quality {gate.get('quality', 0.0):.2f}"
-    if gate.get("pass_threshold") is not None:
-        line += f", passes at {gate['pass_threshold']:.2f}"
-    line += f"; attempt {int(gate.get('attempt') or 0) + 1} of {max(len(attempts), 1)}; {model})"
+    model = "the index's calibration" if gate.calibration == "index" else "the built-in prior (no calibration)"
+    line = f"gate: {gate.decision} (quality {gate.quality:.2f}"
+    if gate.pass_threshold is not None:
+        line += f", passes at {gate.pass_threshold:.2f}"
+    line += f"; attempt {gate.attempt + 1} of {max(len(gate.attempts), 1)}; {model})"
     return line
 
 
-def print_query(response: Any, out: TextIO, full: bool) -> None:
+def print_query(result: QueryResult, out: TextIO, full: bool) -> None:
     """The gate's verdict in words (found / not found / uncertain, and why), the query's diagnostics (intent,
     strategy, weights, gate, failed channels, timings), then each passage in rank order with its provenance (a
     300-character preview unless ``full``)."""
-    if response.gate and response.gate.get("reason"):
-        print(response.gate["reason"] + "\n", file=out)
-    strategy = response.strategy
-    print(f"intent: {response.intent} (confidence {response.confidence:.2f})", file=out)
+    if result.reason:
+        print(result.reason + "\n", file=out)
+    strategy = result.strategy
+    print(f"intent: {result.intent} (confidence {result.confidence:.2f})", file=out)
     print(
-        "strategy: "
-        + " ".join(f"{k}={strategy[k]}" for k in ("top_k", "fetch_k", "mmr_lambda", "rerank") if k in strategy),
+        f"strategy: top_k={strategy.top_k} fetch_k={strategy.fetch_k} mmr_lambda={strategy.mmr_lambda} "
+        f"rerank={strategy.rerank}",
         file=out,
     )
-    print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in response.weights.items()), file=out)
-    if response.structural:
-        print(f"structural: {response.structural}", file=out)
-    if response.gate:
-        print(gate_line(response.gate), file=out)
-    failed = (response.fusion or {}).get("failed") or []
-    if failed:
-        reasons = (response.fusion or {}).get("failed_reasons") or {}
-        print("failed channels: " + "; ".join(f"{c} ({reasons.get(c, 'see the log')})" for c in failed), file=out)
-    print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in response.timings_ms.items()), file=out)
-    if not response.documents:
+    print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in result.weights.items()), file=out)
+    if result.structural:
+        print(f"structural: {dict(result.structural)}", file=out)
+    if result.gate:
+        print(gate_line(result.gate), file=out)
+    if result.failed:
+        print("failed channels: " + "; ".join(f"{c} ({why})" for c, why in result.failed.items()), file=out)
+    print("timings (ms): " + " ".join(f"{k}={v:.1f}" for k, v in result.timings_ms.items()), file=out)
+    if not result.documents:
         print("no document matched: index files first with `adaptive-retrieval index PATH`", file=out)
-    for i, doc in enumerate(response.documents, 1):
-        where = doc.section or doc.title or ""
+    for i, doc in enumerate(result.documents, 1):
+        meta = doc.meta or {}
+        where = meta.get("section") or meta.get("title") or ""
         # The list is in the pipeline's order (diversity and a named section reorder the fused ranking), so the
         # rank leads; the fused score, which that order need not follow, is said to be one.
-        found = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
+        found = ", ".join(f"{c}#{r}" for c, r in (meta.get("channels") or {}).items())
         score = f"fused score {doc.score:.3f}" if doc.score is not None else ""
         details = "; ".join(part for part in (found, score) if part)
-        print(f"\n{i:>2}. {where}  ({details})\n    {doc.source or doc.id}", file=out)
+        print(f"\n{i:>2}. {where}  ({details})\n    {meta.get('source') or doc.id}", file=out)
         text = " ".join((doc.content or "").split())
         if not full:
             text = textwrap.shorten(text, width=300, placeholder=" …")

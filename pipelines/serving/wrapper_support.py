@@ -9,18 +9,16 @@ Usage::
     from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
 
     response = QueryResponse.from_result(run_query(pipeline, "What does Section 3.2 say?"))
-    response.intent, response.weights, response.documents[0].provenance
+    response.verdict, response.intent, response.documents[0].provenance
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from haystack import Document, Pipeline
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +30,8 @@ import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
 # the whole stack loads once, under this module's import lock, while the other threads wait for it.
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import InputError
+from adaptive_retrieval.pipelines.answer_text import answer_text
+from adaptive_retrieval.pipelines.query_result import QueryResult, document_to_wire
 from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
 from adaptive_retrieval.pipelines.validation import check_top_k
 
@@ -68,25 +68,9 @@ class UploadRejectedError(InputError):
     """An uploaded file cannot be indexed (type, size, name or content); the message says why."""
 
 
-def plain(value: Any) -> Any:
-    """``value`` with numpy scalars/arrays, tuples, sets and Documents turned into JSON-ready Python values."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Document):
-        return RetrievedDocument.from_document(value).model_dump()
-    if isinstance(value, float) and value != value:  # NaN is not JSON
-        return None
-    return value
-
-
 class RetrievedDocument(BaseModel):
-    """One retrieved passage with its provenance (which channel found it, at which rank)."""
+    """One retrieved passage with its provenance (which channel found it, at which rank); the form of
+    :func:`~adaptive_retrieval.pipelines.query_result.document_to_wire`."""
 
     id: str
     content: str | None = None
@@ -96,39 +80,26 @@ class RetrievedDocument(BaseModel):
     section: str | None = None
     provenance: dict[str, int] = Field(default_factory=dict, description="channel → rank in that channel's list")
     channel_scores: dict[str, float] = Field(default_factory=dict)
-    meta: dict[str, Any] = Field(default_factory=dict)
-    embedding: list[float] | None = Field(None, description="Dense vector (only with include_embeddings)")
-    sparse_embedding: dict[str, list] | None = Field(None, description="Sparse vector (only with include_embeddings)")
+    meta: dict[str, Any] = Field(
+        default_factory=dict, description="The rest of the passage's meta (positions, the user's own fields)"
+    )
+    # Absent unless asked for: ~8 KB of JSON per document for a 384-d model, of no use to most clients.
+    embedding: list[float] | None = Field(
+        None, description="Dense vector (only with include_embeddings)", exclude_if=lambda v: v is None
+    )
+    sparse_embedding: dict[str, list] | None = Field(
+        None, description="Sparse vector (only with include_embeddings)", exclude_if=lambda v: v is None
+    )
 
     @classmethod
     def from_document(cls, doc: Document, include_embeddings: bool = False) -> RetrievedDocument:
-        """Build from a Haystack ``Document``; its vectors only with ``include_embeddings`` (~8 KB of JSON per
-        document for a 384-d model, of no use to most clients)."""
-        vectors = {}
-        if include_embeddings:
-            vectors["embedding"] = plain(doc.embedding)
-            vectors["sparse_embedding"] = doc.sparse_embedding.to_dict() if doc.sparse_embedding else None
-        meta = plain(doc.meta or {})
-        provenance = meta.pop("channels", None) or {}
-        # Four decimals tell the channels' scores apart; seventeen digits each only made answers larger.
-        scores = meta.pop("channel_scores", None) or {}
-        channel_scores = {c: round(v, 4) if isinstance(v, float) else v for c, v in scores.items()}
-        return cls(
-            id=doc.id,
-            content=doc.content,
-            score=plain(doc.score),
-            source=meta.get("source"),
-            title=meta.get("title"),
-            section=meta.get("section"),
-            provenance=provenance,
-            channel_scores=channel_scores,
-            meta=meta,
-            **vectors,
-        )
+        """Build from a Haystack ``Document``; its vectors only with ``include_embeddings``."""
+        return cls(**document_to_wire(doc, include_embeddings))
 
 
 class QueryResponse(BaseModel):
-    """Retrieved documents with the routing, fusion and gate diagnostics and per-stage timings.
+    """A query's answer over REST: the verdict, the documents, and the routing, fusion and gate diagnostics with
+    per-stage timings (:meth:`QueryResult.to_dict <adaptive_retrieval.pipelines.query_result.QueryResult.to_dict>`).
 
     Diagnostics that the query pipeline adds later (new channels, retries) pass through as extra fields.
     """
@@ -137,40 +108,44 @@ class QueryResponse(BaseModel):
 
     query: str
     documents: list[RetrievedDocument]
+    verdict: str | None = Field(None, description="The gate's verdict: found, not_found or uncertain")
+    reason: str | None = Field(None, description="The verdict in one sentence (what is missing, or where it is)")
     intent: str = Field(description="Most probable intent (factual, keyword, analytical, ...)")
     confidence: float = Field(description="Router probability of that intent")
     weights: dict[str, float] = Field(description="Channel weights the joiner applied (renormalised)")
-    strategy: dict[str, Any] = Field(default_factory=dict, description="top_k, fetch_k, mmr_lambda, rerank")
+    strategy: dict[str, Any] = Field(default_factory=dict, description="weights, top_k, fetch_k, mmr_lambda, rerank")
     structural: dict[str, Any] | None = None
     routing: dict[str, Any] = Field(default_factory=dict)
     fusion: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] | None = Field(None, description="Quality gate decision and its signals, if any")
-    verdict: str | None = Field(None, description="The gate's verdict: found, not_found or uncertain")
-    reason: str | None = Field(None, description="The verdict in one sentence (what is missing, or where it is)")
     timings_ms: dict[str, float] = Field(default_factory=dict)
-    query_embedding: list[float] | None = Field(None, description="The query's vector (only with include_embeddings)")
+    query_embedding: list[float] | None = Field(
+        None, description="The query's vector (only with include_embeddings)", exclude_if=lambda v: v is None
+    )
 
     @classmethod
     def from_result(
-        cls, result: Mapping[str, Any], top_k: int | None = None, include_embeddings: bool = False
+        cls, result: QueryResult, top_k: int | None = None, include_embeddings: bool = False
     ) -> QueryResponse:
-        """From the dict :func:`~adaptive_retrieval.pipelines.query_pipeline.run_query` returns; ``top_k`` keeps at
-        most that many documents (``None``: all); the query's and the documents' vectors only with
+        """From :func:`~adaptive_retrieval.pipelines.query_pipeline.run_query`'s result; ``top_k`` keeps at most
+        that many documents (``None``: all); the query's and the documents' vectors only with
         ``include_embeddings``.
 
         :raises TypeError: when ``top_k`` is not a whole number (a boolean, a float, ``NaN``...).
         :raises ValueError: when it is out of range (see :func:`~adaptive_retrieval.pipelines.validation.check_top_k`).
         """
-        top_k = check_top_k(top_k)
-        data = {k: plain(v) for k, v in result.items() if k not in ("documents", "query_embedding")}
-        if include_embeddings:
-            data["query_embedding"] = plain(result.get("query_embedding"))
-        documents = [RetrievedDocument.from_document(d, include_embeddings) for d in result.get("documents", [])]
-        return cls(documents=documents if top_k is None else documents[:top_k], **data)
+        return cls.model_validate(result.head(check_top_k(top_k)).to_dict(include_embeddings))
+
+    def result(self) -> QueryResult:
+        """The typed result this answer renders (documents as Haystack ``Document`` s)."""
+        return QueryResult.from_dict(self.model_dump())
 
     def __str__(self) -> str:
-        # MCP tools return str(result): make that JSON rather than a repr.
-        return self.model_dump_json()
+        # An MCP tool answers str(result): the verdict and the passages, as text a model reads (answer_text); the
+        # diagnostics stay in the REST answer. A client that asked for vectors wants the whole answer: JSON.
+        if self.query_embedding is not None:
+            return self.model_dump_json()
+        return answer_text(self.result())
 
 
 class StoredUpload(BaseModel):
@@ -345,20 +320,7 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
     return content.strip()
 
 
-def context_text(response: QueryResponse, max_chars: int = 1200) -> str:
-    """The retrieved context as chat text: a diagnostics line, then numbered passages with their sources."""
-    weights = ", ".join(f"{c}={w:.2f}" for c, w in response.weights.items())
-    lines = [f"Retrieved {len(response.documents)} passages (intent {response.intent}, {response.confidence:.2f}; "]
-    lines[0] += f"weights {weights})."
-    if response.gate:
-        lines.append(f"Quality gate: {response.gate.get('decision', response.gate)}")
-    for i, doc in enumerate(response.documents, 1):
-        where = doc.section or doc.title or doc.source or doc.id
-        channels = ", ".join(f"{c}#{r}" for c, r in doc.provenance.items())
-        text = (doc.content or "").strip()
-        if len(text) > max_chars:
-            text = text[:max_chars].rstrip() + " …"
-        lines.append(f"\n[{i}] {where} ({channels})\n{text}")
-    if not response.documents:
-        lines.append("No passage matched: index documents first (POST /indexing/run).")
-    return "\n".join(lines)
+def context_text(result: QueryResult, max_chars: int = 1200) -> str:
+    """The retrieved context as chat text: the verdict in one sentence, then numbered passages with where they
+    are, their sources and why they were chosen (:func:`~adaptive_retrieval.pipelines.answer_text.answer_text`)."""
+    return answer_text(result, max_chars)

@@ -710,7 +710,7 @@ def _loads(text: str) -> Callable[[Context], Any]:
 
 def python_cases() -> list[Case]:
     cases = [
-        py(f"run_query ok: {q[:24]!r}", "ok", _run_query(q), lambda r: bool(r["documents"]), i == 0)
+        py(f"run_query ok: {q[:24]!r}", "ok", _run_query(q), lambda r: bool(r.documents), i == 0)
         for i, q in enumerate(GOOD_QUERIES[:10])
     ]
     cases += [

@@ -171,8 +171,8 @@ def worker(size: int, queries: int, root: Path, filler: int = 0) -> dict[str, An
         start = time.perf_counter()
         result = run_query(pipeline, query)
         wall.append((time.perf_counter() - start) * 1000)
-        intents[result["intent"]] += 1
-        for stage, ms in result["timings_ms"].items():
+        intents[result.intent] += 1
+        for stage, ms in result.timings_ms.items():
             stages[stage].append(ms)
     return {
         "size": size,

@@ -56,6 +56,7 @@ from adaptive_retrieval.components.gating.calibration import (  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import FITTED  # noqa: E402
 from adaptive_retrieval.pipelines.query_pipeline import run_query  # noqa: E402
+from adaptive_retrieval.pipelines.query_result import QueryResult  # noqa: E402
 from evaluation.data import load_hotpot  # noqa: E402
 from evaluation.metrics import percentiles, recall_at_k  # noqa: E402
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402
@@ -106,9 +107,9 @@ def removed(store: Any, graph: Any | None, passage_ids: list[str]) -> Iterator[i
 # -- runs ---------------------------------------------------------------------------------------------------
 
 
-def passages(result: dict[str, Any]) -> list[str]:
+def passages(result: QueryResult) -> list[str]:
     seen: dict[str, None] = {}
-    for doc in result["documents"]:
+    for doc in result.documents:
         if doc.meta.get(PASSAGE_KEY) is not None:
             seen.setdefault(doc.meta[PASSAGE_KEY])
     return list(seen)
@@ -126,12 +127,13 @@ def run_both(pipeline: Any, store: Any, graph: Any, questions: list[Any], label:
                 result = run_query(pipeline, q.question)
                 ms = (time.perf_counter() - t) * 1000
             ranked = passages(result)
-            gate = result["gate"]
+            gate = result.gate
+            assert gate is not None, "the query pipeline has a quality gate"
             row[variant] = {
-                "signals": gate["attempts"][0]["signals"],
-                "decision": gate["decision"],
-                "attempt": gate["attempt"],
-                "attempts": len(gate["attempts"]),
+                "signals": dict(gate.attempts[0].signals),
+                "decision": gate.decision,
+                "attempt": gate.attempt,
+                "attempts": len(gate.attempts),
                 "recall": recall_at_k(ranked, q.gold_ids, max(len(ranked), 1)),
                 "recall@10": recall_at_k(ranked, q.gold_ids, 10),
                 "returned": len(ranked),

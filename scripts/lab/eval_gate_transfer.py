@@ -104,14 +104,15 @@ def run_labelled(
     x, y, decisions, hits, kept = [], [], {0: [], 1: []}, [], []
     for n, (q, answerable) in enumerate(questions, 1):
         result = run_query(pipeline, q.question)
-        gate = result["gate"]
-        x.append([gate["attempts"][0]["signals"][s] for s in SIGNALS])
+        gate = result.gate
+        assert gate is not None, "the query pipeline has a quality gate"
+        x.append([gate.attempts[0].signals[s] for s in SIGNALS])
         y.append(answerable)
-        decisions[answerable].append(gate["decision"] == "pass")
+        decisions[answerable].append(gate.decision == "pass")
         if answerable:
             hits.append(recall_at_k(passages(result), q.gold_ids, 5) > 0)
         if dump is not None:
-            kept.append({"question": q.question, "type": q.type, "label": answerable, "documents": result["documents"]})
+            kept.append({"question": q.question, "type": q.type, "label": answerable, "documents": result.documents})
         if n % 50 == 0 or n == len(questions):
             print(f"  {label}: {n}/{len(questions)} questions", flush=True)
     if dump is not None:

@@ -52,6 +52,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
+from adaptive_retrieval.pipelines.query_result import QueryResult
 from evaluation.all_dev import markdown_table, table_rows
 from evaluation.data import (
     EvalSet,
@@ -153,7 +154,7 @@ def evaluate(
         raise SystemExit("--drop-channel and --fixed-profile need the adaptive system")
     systems = [*systems, *(v for v in variants if v != ADAPTIVE)]
 
-    def ask(system: str, question: str) -> tuple[list[str], float, dict[str, Any] | None]:
+    def ask(system: str, question: str) -> tuple[list[str], float, QueryResult | None]:
         if system in variants:
             assert adaptive is not None
             return adaptive.search(question, variants[system])
@@ -180,15 +181,14 @@ def evaluate(
             latencies[system].append(ms)
             entry: dict[str, Any] = {"top10": ranked[:10], "ms": round(ms, 2), **metrics}
             if result is not None:
-                entry["intent"] = result["intent"]
-                entry["confidence"] = result["confidence"]
-                gate = result.get("gate") or {}
-                entry["attempts"] = len(gate.get("attempts") or [None])
-                entry["gate"] = gate.get("decision")
+                entry["intent"] = result.intent
+                entry["confidence"] = result.confidence
+                entry["attempts"] = len(result.gate.attempts) if result.gate else 1
+                entry["gate"] = result.gate.decision if result.gate else None
             if result is not None and system == ADAPTIVE:
-                confusion[q.type][result["intent"]] += 1
-                entry["probabilities"] = result.get("routing", {}).get("probabilities")
-                for stage, value in result["timings_ms"].items():
+                confusion[q.type][result.intent] += 1
+                entry["probabilities"] = result.routing.get("probabilities")
+                for stage, value in result.timings_ms.items():
                     stage_ms[stage].append(value)
             record["systems"][system] = entry
         per_question.append(record)

@@ -67,16 +67,16 @@ def fingerprint(chunks: int, queries: int, root: Path, folder: Path | None = Non
     out: dict[str, Any] = {}
     for query in texts:
         result = run_query(system.pipeline, query)
-        gate = result.get("gate") or {}
+        gate = result.gate
         out[query] = {
-            "documents": [[d.id, d.score] for d in result["documents"]],
-            "digests": [document_digest(d) for d in result["documents"]],
-            "intent": result["intent"],
-            "weights": result["weights"],
-            "decision": gate.get("decision"),
-            "quality": gate.get("quality"),
-            "signals": gate.get("signals"),
-            "attempts": gate.get("attempts"),
+            "documents": [[d.id, d.score] for d in result.documents],
+            "digests": [document_digest(d) for d in result.documents],
+            "intent": result.intent,
+            "weights": dict(result.weights),
+            "decision": gate.decision if gate else None,
+            "quality": gate.quality if gate else None,
+            "signals": dict(gate.signals) if gate else None,
+            "attempts": [record.to_dict() for record in gate.attempts] if gate else None,
         }
     release_all_clients()
     return out

@@ -65,13 +65,13 @@ def test_index_query_reindex_delete(corpus: Path, store_path: str, model_dir: Pa
     # (which credits what the hits point to, not the hits) lifts break.txt and continue.txt past it by < 0.01 of
     # fused score on this 16-topic corpus (a known ranking weakness, kept open in the issue tracker). What this
     # test guards is the index/query/reindex/delete cycle: the answer is among the first three.
-    names = [Path(d.meta["source"]).name for d in result["documents"][:3]]
+    names = [Path(d.meta["source"]).name for d in result.documents[:3]]
     assert "while.txt" in names, names
-    top = result["documents"][0]
+    top = result.documents[0]
     assert top.meta["channels"] and top.embedding is not None
-    assert result["intent"] in result["routing"]["probabilities"]
-    assert sum(result["weights"].values()) == pytest.approx(1.0)
-    assert result["timings_ms"]["total"] > 0 and "router" in result["timings_ms"]
+    assert result.intent in result.routing["probabilities"]
+    assert sum(result.weights.values()) == pytest.approx(1.0)
+    assert result.timings_ms["total"] > 0 and "router" in result.timings_ms
 
     # Changing one source replaces its chunks and leaves the others untouched.
     try_file, while_file = corpus / "try.txt", corpus / "while.txt"

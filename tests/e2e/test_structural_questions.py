@@ -171,8 +171,8 @@ def test_pipeline_puts_the_named_section_first(tmp_path: Path, store_path: str, 
 
     def first(question: str) -> Document:
         result = run_query(pipeline, question)
-        assert result["structural"] is not None, question
-        return result["documents"][0]
+        assert result.structural is not None, question
+        return result.documents[0]
 
     top = first("What does section 2 of the operations guide say about retention?")
     assert top.meta["section_path"][-1] == "2 Retention" and top.meta["section_tree"]["via"] == "structural"

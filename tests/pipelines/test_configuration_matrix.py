@@ -196,7 +196,7 @@ def _mcp_call(url: str, headers: dict[str, str]) -> str:
             tools = [t.name for t in (await session.list_tools()).tools]
             result = await session.call_tool("query", {"query": "lambda expression", "top_k": 2})
             text = " ".join(getattr(c, "text", "") for c in result.content)
-            if tools != ["query"] or result.isError or '"documents"' not in text:
+            if tools != ["query"] or result.isError or "\n[1] " not in text:
                 return f"tools {tools}, error {result.isError}: {text[:200]}"
             return "ok"
 

@@ -56,7 +56,7 @@ def index(tmp_path: Path, model_dir: Path) -> Iterator[dict]:
 class TestUpdateCalibration:
     def test_first_update_calibrates_and_the_gate_uses_it(self, index: dict) -> None:
         before = run_query(index["query"], "How many days of sick leave do I get?")
-        assert before["gate"]["calibration"] == "prior" and NO_CALIBRATION in before["reason"]
+        assert before.gate.calibration == "prior" and NO_CALIBRATION in before.reason
 
         seen: list[tuple[int, int]] = []
         result = update_calibration(index["query"], progress=lambda d, t: seen.append((d, t)))
@@ -70,7 +70,7 @@ class TestUpdateCalibration:
         assert 0.0 <= saved["asked_threshold"] <= index["query"].get_component("gate").prior["asked_threshold"]
 
         after = run_query(index["query"], "How many days of sick leave do I get?")
-        assert after["gate"]["calibration"] == "index" and NO_CALIBRATION not in after["reason"]
+        assert after.gate.calibration == "index" and NO_CALIBRATION not in after.reason
         again = update_calibration(index["query"])
         assert not again.written and again.reason == "up to date" and again.added == 0
 
@@ -135,7 +135,7 @@ class TestCalibrationKeeper:
         keeper.request()  # folded into the running update, or one more after it
         assert loaded.wait(60)
         answered = run_query(index["query"], "Which PostgreSQL version does Widget Pro 3.0 require?")
-        assert answered["documents"]  # a query is answered while the keeper samples
+        assert answered.documents  # a query is answered while the keeper samples
         assert keeper.wait(600) and keeper.error is None
         assert keeper.last is not None and keeper.last.path == index["file"] and index["file"].exists()
         assert keeper.last.added <= 12 or not keeper.last.written

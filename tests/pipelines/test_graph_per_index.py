@@ -109,8 +109,8 @@ def test_a_graph_beside_one_index_is_moved_into_it(
     assert not Path(f"{legacy}-wal").exists() and not Path(f"{legacy}-shm").exists()
     result = run_query(load_pipeline("query", path=str(root / "a")), "Who worked on radium in Paris?")
     _release()
-    assert Path(result["documents"][0].meta["source"]).name == "curie.md"
-    assert "graph_local" not in result["fusion"]["failed"]
+    assert Path(result.documents[0].meta["source"]).name == "curie.md"
+    assert "graph_local" not in result.failed
 
 
 def test_a_graph_beside_several_indexes_is_refused_with_what_to_do(

@@ -92,8 +92,8 @@ def test_manifest_records_never_surface_in_queries(indexing: Any, corpus: Path, 
     query = load_pipeline("query", path=store_path)
     for text in ("lambda expression", "try except finally", "with statement context manager", "section about try"):
         result = run_query(query, text)
-        assert result["documents"]
-        assert all(d.meta.get("level", 0) >= 0 and d.meta.get("kind") != "manifest" for d in result["documents"])
+        assert result.documents
+        assert all(d.meta.get("level", 0) >= 0 and d.meta.get("kind") != "manifest" for d in result.documents)
 
 
 def test_unfinished_and_damaged_sources_are_redone(indexing: Any, corpus: Path) -> None:

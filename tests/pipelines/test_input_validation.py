@@ -78,9 +78,13 @@ def test_the_other_checks() -> None:
         check_query(3)
 
 
-def _result(n: int = 5) -> dict[str, Any]:
+def _result(n: int = 5) -> Any:
+    from adaptive_retrieval.components.strategy import Strategy
+    from adaptive_retrieval.pipelines.query_result import QueryResult
+
     documents = [Document(content=f"passage {i}", meta={"source": "s.md"}) for i in range(n)]
-    return {"query": "q", "documents": documents, "intent": "factual", "confidence": 0.9, "weights": {"dense": 1.0}}
+    strategy = Strategy(weights={"dense": 1.0})
+    return QueryResult("q", documents, "factual", 0.9, {"dense": 1.0}, strategy)
 
 
 @pytest.mark.parametrize("top_k", [-3, 0, True, 1.5, float("nan"), "2"], ids=repr)

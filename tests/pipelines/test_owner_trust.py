@@ -31,6 +31,7 @@ ANSWER = {
         "intent": "factual",
         "confidence": 0.9,
         "weights": {"dense": 1.0},
+        "strategy": {"weights": {"dense": 1.0}, "top_k": 10, "fetch_k": 30, "mmr_lambda": 0.8, "rerank": False},
     }
 }
 

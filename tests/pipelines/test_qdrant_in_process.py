@@ -58,12 +58,12 @@ def test_yaml_pipelines_index_and_answer_on_the_in_process_store(
         store = next(c.document_store for _, c in query.walk() if hasattr(c, "document_store"))
         assert isinstance(store, QdrantDocumentStore) and id(store) == store_id
         result = run_query(query, "What does the finally clause of a try statement do?")
-        assert not result["fusion"]["failed"], result["fusion"]["failed_reasons"]
-        assert Path(result["documents"][0].meta["source"]).name == "try.txt"
+        assert not result.failed, result.failed
+        assert Path(result.documents[0].meta["source"]).name == "try.txt"
         if mode == "folder":  # the folder keeps the index: a fresh client (another process, later) finds it
             release_in_process_stores()
             again = load_pipeline("query")
             again.warm_up()
-            assert run_query(again, "lambda expressions")["documents"]
+            assert run_query(again, "lambda expressions").documents
     finally:
         release_in_process_stores()

@@ -107,6 +107,8 @@ def test_query_returns_documents_with_diagnostics(served: dict[str, Any]) -> Non
         assert doc["provenance"], "every fused document says which channel found it"
         assert set(doc["provenance"]) <= set(result["weights"])
         assert "embedding" not in doc["meta"]
+        # Lean: what the document's top level says, the index's bookkeeping and the server's paths are not repeated.
+        assert not {"source", "section", "channels", "source_hash", "file_path", "doc_id"} & set(doc["meta"])
     assert "gate" in result  # null until the pipeline has a quality gate; then its decision
     # The gate's verdict in words, as fields of the answer (the CLI prints the reason above the passages).
     assert result["verdict"] in VERDICTS and result["verdict"] == result["gate"]["verdict"]
@@ -211,8 +213,10 @@ def test_chat_completion_returns_retrieved_context(served: dict[str, Any]) -> No
     assert response.status_code == 200, response.text
     message = response.json()["choices"][0]["message"]
     assert message["role"] == "assistant"
-    assert message["content"].startswith("Retrieved ")
-    assert "lambda" in message["content"].lower() and "[1]" in message["content"]
+    # A sentence first (the verdict), then the context: each passage with its source and why it was chosen.
+    verdict, _, context = message["content"].partition("\n\n")
+    assert verdict.startswith(("Found in your documents", "Not found in your documents", "Uncertain")), verdict
+    assert context.startswith("[1] lambda — lambda.md (found by "), context[:200]
 
 
 def test_openai_file_upload_indexes_the_file(served: dict[str, Any]) -> None:
@@ -277,8 +281,10 @@ def test_mcp_tool_runs_the_query(served: dict[str, Any]) -> None:
     assert "query" in tools and "indexing" not in tools and "diagrams" not in tools
     assert "query" in tools["query"].inputSchema["properties"]
     content = asyncio.run(run_pipeline_as_tool(registry, "query", {"query": "import a module", "top_k": 2}))
-    result = json.loads(content[0].text)
-    assert result["intent"] in INTENTS and len(result["documents"]) == 2
+    # What a model reads: the verdict in one sentence, then each passage with its source and why it was chosen.
+    text = content[0].text
+    assert text.startswith(("Found in your documents", "Not found in your documents", "Uncertain")), text[:200]
+    assert "\n[1] " in text and "\n[2] " in text and "\n[3] " not in text and "found by " in text
 
 
 BULLETINS = [("quetzal", "global"), ("axolotl", "nonlocal"), ("narwhal", "pass")]
@@ -510,9 +516,14 @@ def test_mcp_client_gets_the_rest_documents_in_the_same_process(served: dict[str
     assert empty.isError and "empty" in empty.content[0].text
     assert [tool.name for tool in tools.tools] == ["query"]
     assert not found.isError
-    via_mcp = json.loads(found.content[0].text)
+    via_mcp = found.content[0].text
     via_rest = _query(served["client"], query, top_k=3)
-    assert via_mcp["documents"] and [d["id"] for d in via_mcp["documents"]] == [d["id"] for d in via_rest["documents"]]
+    assert via_mcp.startswith(via_rest["reason"]), via_mcp[:300]
+    heads = [line for line in via_mcp.splitlines() if line.startswith("[")]
+    where = [
+        f"[{i}] {d['section'] or d['title']} — {Path(d['source']).name}" for i, d in enumerate(via_rest["documents"], 1)
+    ]
+    assert [h.split(" (found by")[0] for h in heads] == where, heads
     assert refused.isError and "Unknown tool" in refused.content[0].text
 
 
@@ -523,8 +534,9 @@ def test_answers_carry_no_vectors_unless_asked(served: dict[str, Any]) -> None:
     full = client.post("/query/run", json={"query": question, "top_k": 10, "include_embeddings": True})
     assert lean.status_code == full.status_code == 200, lean.text
     lean_result, full_result = lean.json()["result"], full.json()["result"]
-    assert lean_result["query_embedding"] is None
-    assert all(d["embedding"] is None and d["sparse_embedding"] is None for d in lean_result["documents"])
+    # No null vectors either: the fields are absent unless asked for.
+    assert "query_embedding" not in lean_result
+    assert all("embedding" not in d and "sparse_embedding" not in d for d in lean_result["documents"])
     assert [d["id"] for d in full_result["documents"]] == [d["id"] for d in lean_result["documents"]]
     assert len(full_result["query_embedding"]) == 384
     assert all(len(d["embedding"]) == 384 for d in full_result["documents"])  # retrieval fetches the dense one
@@ -544,7 +556,7 @@ def test_answers_carry_no_vectors_unless_asked(served: dict[str, Any]) -> None:
 
     registry = served["app"].state.pipeline_registry
     by_default = asyncio.run(run_pipeline_as_tool(registry, "query", {"query": question, "top_k": 2}))
-    assert json.loads(by_default[0].text)["documents"][0]["embedding"] is None
+    assert by_default[0].text.startswith(lean_result["reason"][:20]) and "embedding" not in by_default[0].text
     chat = client.post(
         "/v1/chat/completions", json={"model": "query", "messages": [{"role": "user", "content": question}]}
     )

@@ -23,6 +23,7 @@ from adaptive_retrieval.components.routing.intent_router import IntentRouter
 from adaptive_retrieval.components.routing.profiles import choose_strategy, escalate_strategy
 from adaptive_retrieval.components.routing.rules import plain_search
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
+from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query
 from evaluation.data import EvalSet, Question
 from evaluation.metrics import mean_metrics, passage_ranking, question_metrics
@@ -346,12 +347,13 @@ def replay(item: Captured, profiles: dict[str, dict[str, Any]] | Routing, tail: 
                 fusion=fusion,
                 attempt=attempt,
                 previous=previous,
-                strategy=strategy,
-                next_strategy=escalate_strategy(base, attempt + 1, depth, floor),
+                strategy=Strategy.from_dict(strategy),
+                next_strategy=Strategy.from_dict(escalate_strategy(base, attempt + 1, depth, floor)),
             )
             if not out.get("retry"):
                 return passage_ranking(out["documents"], PASSAGE_KEY)
-            attempt, previous = out["retry"]["attempt"], out["retry"]["previous"]
+            previous = out["retry"]
+            attempt = previous.attempt
     finally:
         del tail.gate.signals
     msg = f"The quality gate asked for more than {MAX_ATTEMPTS} attempts"
@@ -414,7 +416,7 @@ def agreement(system: AdaptiveSystem, items: list[Captured], tail: Tail, limit: 
     checked = items[:limit]
     for item in checked:
         real = run_query(system.pipeline, item.question.question)
-        ranked = passage_ranking(real["documents"], PASSAGE_KEY)[:10]
+        ranked = passage_ranking(real.documents, PASSAGE_KEY)[:10]
         same += ranked == replay(item, tail.router.profiles, tail)[:10]
-        retried += len((real.get("gate") or {}).get("attempts") or [None]) > 1
+        retried += real.gate is not None and len(real.gate.attempts) > 1
     return {"checked": len(checked), "identical_top10": same, "gate_retried": retried}

@@ -42,6 +42,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
 from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
+from adaptive_retrieval.pipelines.query_result import QueryResult
 from evaluation.data import EvalSet, Passage
 from evaluation.metrics import passage_ranking
 
@@ -405,7 +406,7 @@ class AdaptiveSystem:
         pipeline.warm_up()
         return pipeline
 
-    def search(self, question: str, pipeline: Pipeline | None = None) -> tuple[list[str], float, dict[str, Any]]:
+    def search(self, question: str, pipeline: Pipeline | None = None) -> tuple[list[str], float, QueryResult]:
         """Ranked passage ids, wall milliseconds and the full :func:`run_query` result."""
         from adaptive_retrieval.pipelines.query_pipeline import run_query
 
@@ -416,4 +417,4 @@ class AdaptiveSystem:
         start = time.perf_counter()
         result = run_query(pipeline, question)
         elapsed = (time.perf_counter() - start) * 1000
-        return passage_ranking(result["documents"], PASSAGE_KEY), elapsed, result
+        return passage_ranking(result.documents, PASSAGE_KEY), elapsed, result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from haystack import Document
 from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
 from adaptive_retrieval.components.gating import RetryLoop
+from adaptive_retrieval.components.gating.attempts import Attempt, RetryState
 from adaptive_retrieval.components.gating.calibration import (
     auroc,
     calibration_path,
@@ -30,6 +32,7 @@ from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.components.routing.profiles import escalate_strategy
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
 from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.components.text.names import query_names
 from adaptive_retrieval.components.text.terms import content_terms
 from adaptive_retrieval.pipelines.gate_calibration import (
@@ -133,16 +136,16 @@ def test_gate_decides_pass_retry_insufficient() -> None:
     assert out["decision"] == "pass" and out["attempt"] == 0 and "retry" not in out
 
     first = gate.run(documents=weak, query=query, query_embedding=vector, attempt=0)
-    assert set(first) == {"retry"} and first["retry"]["attempt"] == 1
-    previous = first["retry"]["previous"]
-    assert previous["attempts"][0]["decision"] == "retry"
+    assert set(first) == {"retry"} and first["retry"].attempt == 1
+    previous = first["retry"]
+    assert previous.history[0].decision == "retry" and previous.best.documents[0].id == "z"
 
     # The retry found nothing better: insufficient, with the better of the two attempts returned.
     worse = [doc("y", "Knitting patterns.", {}, (-e[0]).tolist())]
     final = gate.run(documents=worse, query=query, query_embedding=vector, attempt=1, previous=previous)
     assert final["decision"] == "insufficient"
     assert final["attempt"] == 0 and final["documents"][0].id == "z"
-    assert [a["decision"] for a in final["attempts"]] == ["retry", "insufficient"]
+    assert [a.decision for a in final["attempts"]] == ["retry", "insufficient"]
 
     # A retry that passes wins.
     passed = gate.run(documents=strong, query=query, query_embedding=vector, attempt=1, previous=previous)
@@ -161,11 +164,14 @@ def test_gate_and_loop_reject_bad_input() -> None:
         QualityGate(pass_threshold=1.0)
     loop = RetryLoop()
     assert loop.run(query="q") == {"query": "q", "attempt": 0, "previous": None}
-    assert loop.run(query="q", retry={"attempt": 2, "previous": {}})["attempt"] == 2
+    state = RetryState(2, Attempt(1, [], 0.1))
+    assert loop.run(query="q", retry=state) == {"query": "q", "attempt": 2, "previous": state}
     with pytest.raises(ValueError, match="empty"):
         loop.run(query=" ")
-    with pytest.raises(ValueError, match="attempt"):
-        loop.run(query="q", retry={"attempt": 0, "previous": {}})
+    with pytest.raises(TypeError, match="RetryState"):
+        loop.run(query="q", retry={"attempt": 2, "previous": {}})
+    with pytest.raises(ValueError, match="attempt 1 or later"):
+        RetryState(0, Attempt(0, [], 0.1))
 
 
 def test_the_loop_folds_the_query_as_the_indexer_folds_documents() -> None:
@@ -173,7 +179,7 @@ def test_the_loop_folds_the_query_as_the_indexer_folds_documents() -> None:
     indexed word. The loop is where every surface's query enters the pipeline, on every attempt."""
     loop = RetryLoop()
     assert loop.run(query="ｗｉｔｈ　ｓｔａｔｅｍｅｎｔ")["query"] == "with statement"
-    assert loop.run(query="ﬁle Ⅸ", retry={"attempt": 1, "previous": {}})["query"] == "file IX"
+    assert loop.run(query="ﬁle Ⅸ", retry=RetryState(1, Attempt(0, [], 0.0)))["query"] == "file IX"
 
 
 def test_escalation_widens_the_strategy(model_dir: Path) -> None:
@@ -232,40 +238,40 @@ def pipeline_for(indexed: dict, max_retries: int = 1):
 
 def test_strong_query_passes_without_retry(indexed: dict) -> None:
     result = run_query(pipeline_for(indexed), STRONG)
-    gate = result["gate"]
-    assert gate["decision"] == "pass" and gate["attempt"] == 0 and len(gate["attempts"]) == 1
-    assert result["routing"]["escalation"] == 0
-    assert result["documents"][0].meta["title"] == "while"
-    assert result["fusion"]["sizes"]["dense"] > 0 and result["fusion"]["sizes"]["sparse"] > 0
-    assert set(gate["signals"]) == set(SIGNALS)
+    gate = result.gate
+    assert gate.decision == "pass" and gate.attempt == 0 and len(gate.attempts) == 1
+    assert result.routing["escalation"] == 0
+    assert result.documents[0].meta["title"] == "while"
+    assert result.fusion["sizes"]["dense"] > 0 and result.fusion["sizes"]["sparse"] > 0
+    assert set(gate.signals) == set(SIGNALS)
 
 
 def test_weak_query_retries_wider_then_reports_insufficient(indexed: dict) -> None:
     pipeline = pipeline_for(indexed)
     result = run_query(pipeline, WEAK)
-    gate = result["gate"]
-    assert [a["decision"] for a in gate["attempts"]] == ["retry", "insufficient"]
-    assert gate["decision"] == "insufficient" and gate["attempt"] in (0, 1)
+    gate = result.gate
+    assert [a.decision for a in gate.attempts] == ["retry", "insufficient"]
+    assert gate.decision == "insufficient" and gate.attempt in (0, 1)
     # The second pass ran with the escalated strategy: deeper, and every channel asked.
-    assert result["routing"]["escalation"] == 1
+    assert result.routing["escalation"] == 1
     router = pipeline.get_component("router")
     vector = get_encoder(indexed["model"], "int8").encode([WEAK])[0].tolist()
-    assert result["strategy"]["fetch_k"] == router.run(query=WEAK, query_embedding=vector, escalation=1)["fetch_k"]
-    assert result["strategy"]["fetch_k"] > router.run(query=WEAK, query_embedding=vector)["fetch_k"]
-    assert min(result["strategy"]["weights"].values()) > 0
-    assert gate["attempts"][1]["documents"] >= gate["attempts"][0]["documents"]
+    assert result.strategy.fetch_k == router.run(query=WEAK, query_embedding=vector, escalation=1)["fetch_k"]
+    assert result.strategy.fetch_k > router.run(query=WEAK, query_embedding=vector)["fetch_k"]
+    assert min(result.strategy.weights.values()) > 0
+    assert gate.attempts[1].documents >= gate.attempts[0].documents
 
 
 def test_loop_terminates_at_the_bound(indexed: dict) -> None:
     pipeline = pipeline_for(indexed, max_retries=3)
     pipeline.get_component("gate").skip_same_retries = False  # the small index runs out of new candidates
     result = run_query(pipeline, WEAK)
-    attempts = result["gate"]["attempts"]
-    assert [a["attempt"] for a in attempts] == [0, 1, 2, 3]
-    assert [a["decision"] for a in attempts] == ["retry", "retry", "retry", "insufficient"]
-    assert result["routing"]["escalation"] == 3
+    attempts = result.gate.attempts
+    assert [a.attempt for a in attempts] == [0, 1, 2, 3]
+    assert [a.decision for a in attempts] == ["retry", "retry", "retry", "insufficient"]
+    assert result.routing["escalation"] == 3
     once = run_query(pipeline_for(indexed, max_retries=0), WEAK)
-    assert len(once["gate"]["attempts"]) == 1 and once["gate"]["decision"] == "insufficient"
+    assert len(once.gate.attempts) == 1 and once.gate.decision == "insufficient"
 
 
 @pytest.mark.filterwarnings("ignore:Failed to obtain server version")
@@ -285,31 +291,31 @@ def test_failing_channel_does_not_fail_the_query(indexed: dict) -> None:
     pipeline.connect("sparse.failure", "joiner.sparse_failure")
 
     result = run_query(pipeline, STRONG)
-    assert result["fusion"]["failed"] == ["sparse"] and "sparse" in result["fusion"]["skipped"]
+    assert list(result.failed) == ["sparse"] and "sparse" in result.fusion["skipped"]
     # The reason came as data, on the channel's failure socket: the client's own connection error.
-    assert "connect" in result["fusion"]["failed_reasons"]["sparse"].lower()
-    assert "sparse" not in result["weights"] and sum(result["weights"].values()) == pytest.approx(1.0)
-    assert result["documents"] and result["documents"][0].meta["title"] == "while"
-    assert "dense" in result["documents"][0].meta["channels"]
-    assert all("sparse" not in d.meta["channels"] for d in result["documents"])
+    assert "connect" in result.failed["sparse"].lower()
+    assert "sparse" not in result.weights and sum(result.weights.values()) == pytest.approx(1.0)
+    assert result.documents and result.documents[0].meta["title"] == "while"
+    assert "dense" in result.documents[0].meta["channels"]
+    assert all("sparse" not in d.meta["channels"] for d in result.documents)
 
 
 # -- retries that change something --------------------------------------------------------------------------
 
 
 def test_same_candidates_compares_what_a_retry_would_fetch() -> None:
-    now = {"weights": {"dense": 0.5, "sparse": 0.5}, "top_k": 10, "fetch_k": 30, "mmr_lambda": 0.8, "rerank": False}
-    deeper = {**now, "top_k": 20, "fetch_k": 60}
-    assert same_candidates(now, {**now, "top_k": 20}, {})  # a longer cut of the same list is no new evidence
+    now = Strategy({"dense": 0.5, "sparse": 0.5}, top_k=10, fetch_k=30, mmr_lambda=0.8, rerank=False)
+    deeper = replace(now, top_k=20, fetch_k=60)
+    assert same_candidates(now, replace(now, top_k=20), {})  # a longer cut of the same list is no new evidence
     assert not same_candidates(now, deeper, {"dense": 30, "sparse": 30})  # both channels had more to give
     assert not same_candidates(now, deeper, {"dense": 12, "sparse": 30})
     assert same_candidates(now, deeper, {"dense": 12, "sparse": 7})  # both exhausted: deeper finds nothing new
     assert not same_candidates(now, deeper, {"dense": 12})  # sparse did not deliver: unknown, so retry
-    assert not same_candidates(now, {**now, "weights": {"dense": 0.45, "sparse": 0.45, "graph_local": 0.1}}, {})
-    assert not same_candidates(now, {**now, "weights": {"dense": 0.6, "sparse": 0.4}}, {})
-    assert same_candidates(now, {**now, "weights": {"dense": 0.5002, "sparse": 0.4998}}, {})  # rounding
-    assert not same_candidates(now, {**now, "mmr_lambda": 0.5}, {})
-    assert not same_candidates(now, {**now, "rerank": True}, {})
+    assert not same_candidates(now, replace(now, weights={"dense": 0.45, "sparse": 0.45, "graph_local": 0.1}), {})
+    assert not same_candidates(now, replace(now, weights={"dense": 0.6, "sparse": 0.4}), {})
+    assert same_candidates(now, replace(now, weights={"dense": 0.5002, "sparse": 0.4998}), {})  # rounding
+    assert not same_candidates(now, replace(now, mmr_lambda=0.5), {})
+    assert not same_candidates(now, replace(now, rerank=True), {})
     assert not same_candidates(None, now, {}) and not same_candidates(now, None, {})
 
 
@@ -317,7 +323,7 @@ def test_gate_skips_a_retry_that_would_change_nothing() -> None:
     e = np.eye(4, dtype=np.float32)
     weak = [doc("z", "Gardening with tomatoes.", {"dense": 1}, e[3].tolist())]
     query, vector = "When was the Eiffel Tower built?", e[0].tolist()
-    now = {"weights": {"dense": 1.0}, "top_k": 10, "fetch_k": 30, "mmr_lambda": 0.8, "rerank": False}
+    now = Strategy({"dense": 1.0}, top_k=10, fetch_k=30, mmr_lambda=0.8, rerank=False)
     fusion = {"weights": {"dense": 1.0}, "sizes": {"dense": 1}}  # the channel returned all it had
     gate = QualityGate(max_retries=1)
     out = gate.run(
@@ -326,10 +332,10 @@ def test_gate_skips_a_retry_that_would_change_nothing() -> None:
         query_embedding=vector,
         fusion=fusion,
         strategy=now,
-        next_strategy={**now, "top_k": 20, "fetch_k": 60},
+        next_strategy=replace(now, top_k=20, fetch_k=60),
     )
     assert out["decision"] == "insufficient" and out["retry_skipped"] == "same strategy"
-    assert out["attempts"][0]["retry_skipped"] == "same strategy" and out["documents"][0].id == "z"
+    assert out["attempts"][0].retry_skipped == "same strategy" and out["documents"][0].id == "z"
     # The channel could have returned more: the retry runs.
     full = {"weights": {"dense": 1.0}, "sizes": {"dense": 30}}
     again = gate.run(
@@ -338,7 +344,7 @@ def test_gate_skips_a_retry_that_would_change_nothing() -> None:
         query_embedding=vector,
         fusion=full,
         strategy=now,
-        next_strategy={**now, "fetch_k": 60},
+        next_strategy=replace(now, fetch_k=60),
     )
     assert set(again) == {"retry"}
 
@@ -348,19 +354,19 @@ def test_pipeline_reports_a_skipped_retry(indexed: dict) -> None:
     # ask the same channels with the same weights for more than they hold.
     pipeline = pipeline_for(indexed, max_retries=3)
     result = run_query(pipeline, WEAK)
-    gate = result["gate"]
-    assert gate["decision"] == "insufficient" and gate["retry_skipped"] == "same strategy"
-    assert len(gate["attempts"]) < 4 and gate["attempts"][-1]["retry_skipped"] == "same strategy"
-    assert all("retry_skipped" not in a for a in gate["attempts"][:-1])
+    gate = result.gate
+    assert gate.decision == "insufficient" and gate.retry_skipped == "same strategy"
+    assert len(gate.attempts) < 4 and gate.attempts[-1].retry_skipped == "same strategy"
+    assert all(a.retry_skipped is None for a in gate.attempts[:-1])
     last = pipeline.get_component("router").run(
         query=WEAK,
         query_embedding=get_encoder(indexed["model"], "int8").encode([WEAK])[0].tolist(),
-        escalation=len(gate["attempts"]) - 1,
+        escalation=len(gate.attempts) - 1,
     )
     # The router weighs exactly the pipeline's channels (the joiner's), so no channel filter is needed.
     channels = pipeline.get_component("joiner").channels
-    assert list(last["weights"]) == sorted(channels) and list(last["next_strategy"]["weights"]) == sorted(channels)
-    assert same_candidates(last["strategy"], last["next_strategy"], result["fusion"]["sizes"])
+    assert list(last["weights"]) == sorted(channels) and list(last["next_strategy"].weights) == sorted(channels)
+    assert same_candidates(last["strategy"], last["next_strategy"], result.fusion["sizes"])
 
 
 # -- self-calibration ---------------------------------------------------------------------------------------
@@ -492,11 +498,11 @@ def test_self_calibration_is_saved_with_the_index_and_used_by_the_gate(indexed: 
     try:
         save_calibration(target, fitted)
         result = run_query(pipeline, STRONG)  # the gate notices the new file at run time
-        assert result["gate"]["calibration"] == "index"
+        assert result.gate.calibration == "index"
         assert gate.weights == fitted["weights"] and gate.pass_threshold == fitted["pass_threshold"]
         # A fresh pipeline from YAML-equivalent parameters picks it up at warm_up.
         fresh = pipeline_for(indexed).get_component("gate")
         assert fresh.calibration == "index" and fresh.to_dict()["init_parameters"]["weights"] is None  # the prior file
     finally:
         target.unlink()
-    assert run_query(pipeline, STRONG)["gate"]["calibration"] == "prior" and gate.weights == DEFAULT_WEIGHTS
+    assert run_query(pipeline, STRONG).gate.calibration == "prior" and gate.weights == DEFAULT_WEIGHTS

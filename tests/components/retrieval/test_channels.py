@@ -172,7 +172,7 @@ def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) ->
     for router, expected in ((default, pipeline_channels()), (ppr, with_ppr)):
         for escalation in (0, 1):  # a retry raises every channel to the floor: still only the pipeline's
             out = router.run(query=query, query_embedding=embedding, escalation=escalation)
-            for weights in (out["weights"], out["next_strategy"]["weights"]):
+            for weights in (out["weights"], out["next_strategy"].weights):
                 assert sorted(weights) == sorted(expected)
                 assert sum(weights.values()) == pytest.approx(1.0, abs=1e-3)
     assert ppr.run(query=query, query_embedding=embedding)["weights"]["graph_ppr"] > 0

@@ -25,6 +25,7 @@ from hayhooks import BasePipelineWrapper
 from starlette.datastructures import Headers
 
 from adaptive_retrieval.pipelines.query_pipeline import NoChannelAnsweredError, run_query, without_answer
+from adaptive_retrieval.pipelines.query_result import QueryResult
 from adaptive_retrieval.pipelines.serving.query_admission import query_slot
 from adaptive_retrieval.pipelines.serving.security import guard_request
 from adaptive_retrieval.pipelines.serving.wrapper_support import (
@@ -47,7 +48,7 @@ class PipelineWrapper(BasePipelineWrapper):
         answers are rendered here (``QueryResponse``), so the YAML's answer component is left out."""
         self.pipeline = without_answer(load_served_pipeline("query"))
 
-    def _retrieve(self, query: str, top_k: int | None = None, include_embeddings: bool = False) -> QueryResponse:
+    def _retrieve(self, query: str, top_k: int | None = None) -> QueryResult:
         try:
             # Checked here too: an MCP tool call reaches run_api without the request model's validation.
             check_top_k(top_k)
@@ -59,7 +60,7 @@ class PipelineWrapper(BasePipelineWrapper):
         except NoChannelAnsweredError as err:
             # Every channel failed (store locked, missing, unreachable): an error, never "no match".
             raise HTTPException(status_code=503, detail=str(err)) from err
-        return QueryResponse.from_result(result, top_k=top_k, include_embeddings=include_embeddings)
+        return result.head(top_k)
 
     def run_api(
         self,
@@ -80,12 +81,13 @@ class PipelineWrapper(BasePipelineWrapper):
         :returns: documents and diagnostics.
         """
         guard_request(headers)
-        return self._retrieve(query, top_k, include_embeddings)
+        return QueryResponse.from_result(self._retrieve(query, top_k), include_embeddings=include_embeddings)
 
     def run_chat_completion(
         self, model: str, messages: list[dict], body: dict[str, Any], headers: Headers | None = None
     ) -> str:
-        """OpenAI-compatible chat: the answer is the retrieved context for the last user message."""
+        """OpenAI-compatible chat: the answer is the verdict in one sentence, then the retrieved context for the last
+        user message."""
         guard_request(headers)
         try:
             query = last_user_text(messages)

@@ -1,0 +1,70 @@
+"""A query's retrieval strategy: the typed result the router hands to the gate and to the query's callers.
+
+The router mixes the intent profiles (plain dictionaries, as ``routing/data/profiles.json`` holds them) into one
+``Strategy`` per attempt; the quality gate compares this attempt's with the next one's to skip a retry that would
+fetch the same candidates (:func:`~adaptive_retrieval.components.gating.retry_policy.same_candidates`). It sits on
+the ground floor because both the router and the gate read it and neither imports the other.
+
+Usage::
+
+    from adaptive_retrieval.components.strategy import Strategy
+
+    strategy = Strategy.from_dict({"weights": {"dense": 0.6, "sparse": 0.4}, "top_k": 10, "fetch_k": 30,
+                                   "mmr_lambda": 0.7, "rerank": False})
+    strategy.fetch_k, strategy.to_dict()["weights"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The fields of a strategy, in the order they are shown.
+STRATEGY_FIELDS: tuple[str, ...] = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How one attempt searches: the channels' weights, how many documents to keep and fetch, MMR's λ, reranking.
+
+    :param weights: channel name → weight (the router's, rounded to 4 decimals; the joiner renormalises).
+    :param top_k: documents kept after fusion and diversity.
+    :param fetch_k: documents each channel is asked for.
+    :param mmr_lambda: MMR's relevance/diversity trade-off (1: relevance only).
+    :param rerank: whether the cross-encoder reranks the list.
+    """
+
+    weights: Mapping[str, float] = field(default_factory=dict)
+    top_k: int = 10
+    fetch_k: int = 30
+    mmr_lambda: float = 1.0
+    rerank: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Strategy:
+        """From a profile-shaped mapping (``weights``, ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``).
+
+        :raises ValueError: naming the fields that are missing.
+        """
+        missing = [name for name in STRATEGY_FIELDS if name not in data]
+        if missing:
+            msg = f"A strategy needs {list(STRATEGY_FIELDS)}; missing {missing}"
+            raise ValueError(msg)
+        return cls(
+            weights={str(c): float(w) for c, w in dict(data["weights"]).items()},
+            top_k=int(data["top_k"]),
+            fetch_k=int(data["fetch_k"]),
+            mmr_lambda=float(data["mmr_lambda"]),
+            rerank=bool(data["rerank"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The strategy as a plain, JSON-ready dictionary (the profiles' shape)."""
+        return {
+            "weights": dict(self.weights),
+            "top_k": self.top_k,
+            "fetch_k": self.fetch_k,
+            "mmr_lambda": self.mmr_lambda,
+            "rerank": self.rerank,
+        }
