@@ -152,12 +152,16 @@ class SQLiteGraphStore(SQLiteGraphReads, GraphStoreBase):
         """Release this instance's reference; the connection closes with its last user."""
         if self._shared is None:
             return
+        shared, last = self._shared, False
         with REGISTRY_LOCK:
-            self._shared.refs -= 1
-            if self._shared.refs <= 0:
-                self._shared.connection.close()
-                REGISTRY.pop(self._key or "", None)
+            shared.refs -= 1
+            # The registry may hold a newer connection to the same file (after release_all_connections): not ours.
+            if shared.refs <= 0 and REGISTRY.get(self._key or "") is shared:
+                del REGISTRY[self._key or ""]
+                last = True
         self._shared = self._key = None
+        if last:
+            shared.close()  # between two statements of another thread, outside the registry's lock
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         shared = self._conn()

@@ -72,6 +72,13 @@ class SharedConnection:
         self.refs = 0
         self.reads = reads
 
+    def close(self) -> None:
+        """Close the connection between two statements: under its lock, so that a statement another thread is
+        running (a background calibration, a query) ends first. Closed under a running statement, SQLite frees
+        what that statement still reads: the process crashed. A later use raises ``sqlite3.ProgrammingError``."""
+        with self.lock:
+            self.connection.close()
+
 
 #: Shared connections by :func:`storage_key`, and the lock that guards them.
 REGISTRY: dict[str, SharedConnection] = {}
@@ -128,11 +135,14 @@ class GraphNotFoundError(StoreError, ValueError):
 
 
 def release_all_connections() -> None:
-    """Close every shared connection (tests use it to simulate a fresh process)."""
+    """Close every shared connection (tests use it to simulate a fresh process), each between two statements."""
     with REGISTRY_LOCK:
-        for shared in REGISTRY.values():
-            shared.connection.close()
+        released = list(REGISTRY.values())
         REGISTRY.clear()
+    # Outside the registry's lock: a thread inside a statement holds its connection's lock and may open another
+    # store (which takes the registry's lock) before it lets go.
+    for shared in released:
+        shared.close()
 
 
 def batches(items: Sequence[Any], size: int = BATCH) -> Iterator[Sequence[Any]]:

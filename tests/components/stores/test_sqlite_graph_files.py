@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,3 +64,45 @@ def test_a_read_only_graph_is_not_writable_rather_than_damaged(graph_file: Path,
     assert "not damaged" in message and "move it away" not in message
     assert not isinstance(caught.value, GraphStoreDamagedError)
     assert SQLiteGraphStore(path=str(graph_file)).chunk_count() == 0  # writable again: the same file opens
+
+
+CLOSE_UNDER_A_READER = """
+import sys, threading, time
+from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+
+store = SQLiteGraphStore(path=sys.argv[1])
+store.chunk_count()
+ended = []
+
+def read() -> None:
+    try:
+        while True:
+            store.stats()
+            store.quick_check()
+    except Exception as err:
+        ended.append(type(err).__name__)
+
+readers = [threading.Thread(target=read) for _ in range(4)]
+for thread in readers:
+    thread.start()
+time.sleep(0.3)
+release_all_connections()
+for thread in readers:
+    thread.join(30)
+print(",".join(sorted(set(ended))))
+"""
+
+
+def test_closing_the_graph_while_another_thread_reads_it_is_an_error_not_a_crash(graph_file: Path) -> None:
+    """A CI run crashed (SIGSEGV) when a fixture closed every graph connection while the background calibration
+    thread was inside a read: the connection is now closed between two statements, and the reader's next statement
+    fails with an error it can report. In a subprocess, so that a crash fails this test rather than the run."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSE_UNDER_A_READER, str(graph_file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "ProgrammingError", done.stdout
