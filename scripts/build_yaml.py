@@ -16,10 +16,14 @@ from adaptive_retrieval.components.routing.profiles import (
     default_profiles,
     with_channel_share,
 )
-from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
-from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
+from adaptive_retrieval.pipelines import (
+    build_indexing_pipeline,
+    build_query_pipeline,
+    dump_pipeline,
+    dumps_pipeline,
+    loads_pipeline,
+)
 from adaptive_retrieval.pipelines.store_config import make_store
-from adaptive_retrieval.pipelines.yaml_io import dump_pipeline, dumps_pipeline, loads_pipeline
 
 
 def ppr_profiles() -> dict:

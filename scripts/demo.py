@@ -21,11 +21,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from adaptive_retrieval.pipelines import QueryResult, index_paths, load_pipeline, run_query
 from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
-from adaptive_retrieval.pipelines.indexer import index_paths
-from adaptive_retrieval.pipelines.query_pipeline import run_query
-from adaptive_retrieval.pipelines.query_result import QueryResult
-from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
 #: One query per intent, keyed by the intent the router is expected to pick on the Python reference index
 #: (tests/components/routing/test_intent_router.py checks that it does).

@@ -30,8 +30,8 @@ import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
 # the whole stack loads once, under this module's import lock, while the other threads wait for it.
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import InputError
-from adaptive_retrieval.pipelines.answer_text import answer_text
 from adaptive_retrieval.pipelines.query_result import QueryResult, document_to_wire
+from adaptive_retrieval.pipelines.text_answer import answer_text
 from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
 from adaptive_retrieval.pipelines.validation import check_top_k
 
@@ -322,5 +322,5 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
 
 def context_text(result: QueryResult, max_chars: int = 1200) -> str:
     """The retrieved context as chat text: the verdict in one sentence, then numbered passages with where they
-    are, their sources and why they were chosen (:func:`~adaptive_retrieval.pipelines.answer_text.answer_text`)."""
+    are, their sources and why they were chosen (:func:`~adaptive_retrieval.pipelines.text_answer.answer_text`)."""
     return answer_text(result, max_chars)

@@ -151,9 +151,7 @@ CORPUS = {"lambda.md": "lambda", "with.md": "with", "try.txt": "try"}
 
 def build_index(ctx: Context) -> None:
     """Index three Python reference pages into ``ctx.store`` and load the query pipeline over it."""
-    from adaptive_retrieval.pipelines.indexer import index_paths
-    from adaptive_retrieval.pipelines.query_pipeline import run_query
-    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines import index_paths, load_pipeline, run_query
 
     corpus = ctx.folder / "corpus"
     corpus.mkdir()

@@ -685,7 +685,7 @@ def py(label: str, expect: str, function: Callable[[Context], Any], check: Any =
 
 
 def _run_query(value: Any) -> Callable[[Context], Any]:
-    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines import run_query
 
     return lambda ctx: run_query(ctx.pipeline, value)
 
@@ -703,7 +703,7 @@ def _distinct(*names: str) -> Callable[[Context], Any]:
 
 
 def _loads(text: str) -> Callable[[Context], Any]:
-    from adaptive_retrieval.pipelines.yaml_io import loads_pipeline
+    from adaptive_retrieval.pipelines import loads_pipeline
 
     return lambda ctx: loads_pipeline(text)
 

@@ -45,7 +45,7 @@ def _note(word: str, title: str = "Note") -> str:
 def _indexing(ctx: Context) -> Any:
     """The indexing pipeline over ``<tmp>/ix/qdrant`` (loaded once)."""
     if "ix" not in ctx.state:
-        from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+        from adaptive_retrieval.pipelines import load_pipeline
 
         pipeline = load_pipeline("indexing", path=str(ctx.folder / "ix" / "qdrant"))
         for _, instance in pipeline.walk():
@@ -70,7 +70,7 @@ def _case_dir(ctx: Context, label: str) -> Path:
 
 
 def _index(ctx: Context, paths: list[Path], **kwargs: Any) -> dict[str, Any]:
-    from adaptive_retrieval.pipelines.indexer import index_paths
+    from adaptive_retrieval.pipelines import index_paths
 
     return index_paths(_indexing(ctx), paths, **kwargs)
 

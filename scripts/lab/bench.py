@@ -135,7 +135,7 @@ def add_filler(store: Any, total: int, seed: int = 2) -> int:
 def worker(size: int, queries: int, root: Path, filler: int = 0) -> dict[str, Any]:
     """Index ``size`` synthetic passages (or reuse that index), fill the vector store up to ``filler`` points when
     asked, and time ``queries`` queries, in this process."""
-    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines import run_query
 
     passages = synthetic_passages(size)
     evalset = EvalSet(f"synthetic-{size}", passages, [])
@@ -192,7 +192,7 @@ def gate_signals_peer(pipeline: Any, asked: list[str]) -> dict[str, Any]:
     """The gate's signals on each query's returned list, timed with soft matching of the asked words (the gate
     as configured) and with stems only (its peer, ``soft_match=False``), alternating on the same lists."""
     from adaptive_retrieval.components.gating import QualityGate
-    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines import run_query
 
     gate = pipeline.get_component("gate")
     stems_only = QualityGate(signal_k=gate.signal_k, soft_match=False)

@@ -54,9 +54,8 @@ from adaptive_retrieval.components.gating.calibration import (  # noqa: E402
     youden_threshold,
 )
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
+from adaptive_retrieval.pipelines import QueryResult, run_query  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import FITTED  # noqa: E402
-from adaptive_retrieval.pipelines.query_pipeline import run_query  # noqa: E402
-from adaptive_retrieval.pipelines.query_result import QueryResult  # noqa: E402
 from evaluation.data import load_hotpot  # noqa: E402
 from evaluation.metrics import percentiles, recall_at_k  # noqa: E402
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402

@@ -51,13 +51,13 @@ from calibrate_gate import decision_shares, features, passages, run_both, stores
 from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, save_calibration  # noqa: E402
 from adaptive_retrieval.components.gating.quality_gate import QualityGate  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
+from adaptive_retrieval.pipelines import run_query  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402
     DEFAULT_L2,
     DEFAULT_QUERIES,
     collect_signals,
     fit_calibration,
 )
-from adaptive_retrieval.pipelines.query_pipeline import run_query  # noqa: E402
 from evaluation.data import (  # noqa: E402
     EvalSet,
     add_jsonl_arguments,

@@ -41,7 +41,7 @@ from adaptive_retrieval.components.indexing import (
 )
 from adaptive_retrieval.components.models import Bm25DocumentEmbedder, OnnxDocumentEmbedder
 from adaptive_retrieval.components.stores import SQLiteGraphStore
-from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
+from adaptive_retrieval.pipelines import build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from evaluation.data import EvalSet, Question, load_hotpot, load_wiki2
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k

@@ -38,9 +38,8 @@ from adaptive_retrieval.components.indexing import ReplacingDocumentWriter
 from adaptive_retrieval.components.models import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval import SectionTreeRetriever
 from adaptive_retrieval.components.routing.profiles import default_profiles
+from adaptive_retrieval.pipelines import build_indexing_pipeline, build_query_pipeline, run_query
 from adaptive_retrieval.pipelines.index_files import file_hash
-from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
-from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
 from adaptive_retrieval.pipelines.store_config import make_store
 from adaptive_retrieval.pipelines.timing import stage_timings
 from evaluation.data import load_aragog

@@ -143,9 +143,7 @@ def main() -> None:
     if args.rejudge:
         rejudge([Path(p) for p in args.rejudge], Path(args.questions), Path(args.data), Path(args.work))
         return
-    from adaptive_retrieval.pipelines.indexer import index_paths
-    from adaptive_retrieval.pipelines.indexing_pipeline import build_indexing_pipeline
-    from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline, run_query
+    from adaptive_retrieval.pipelines import build_indexing_pipeline, build_query_pipeline, index_paths, run_query
     from adaptive_retrieval.pipelines.store_config import make_store
     from evaluation.corpus import write_pydoc_topics
 

@@ -51,8 +51,8 @@ from typing import Any
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.pipelines import QueryResult
 from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
-from adaptive_retrieval.pipelines.query_result import QueryResult
 from evaluation.all_dev import markdown_table, table_rows
 from evaluation.data import (
     EvalSet,

@@ -422,8 +422,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-    from adaptive_retrieval.pipelines.indexer import index_paths
-    from adaptive_retrieval.pipelines.yaml_io import load_pipeline
+    from adaptive_retrieval.pipelines import index_paths, load_pipeline
     from evaluation.corpus import write_pydoc_topics
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="adaptive-load-")).resolve()

@@ -205,7 +205,7 @@ def build_index(chunks: int, root: Path, queries: int) -> tuple[Any, Path, list[
 
 def peer_cpu(pipeline: Any, queries: list[str]) -> dict[str, float]:
     """CPU and wall milliseconds per query of ``run_query`` in this process (after three warm-up queries)."""
-    from adaptive_retrieval.pipelines.query_pipeline import run_query
+    from adaptive_retrieval.pipelines import run_query
 
     for query in queries[:3]:
         run_query(pipeline, query)

@@ -53,3 +53,19 @@ def test_the_hayhooks_folder_holds_only_wrappers() -> None:
     entries = sorted(p.name for p in wrappers.iterdir() if p.name != "__pycache__")
     assert entries == ["diagrams", "indexing", "query"]
     assert all((wrappers / name / "pipeline_wrapper.py").is_file() for name in entries)
+
+
+def test_the_pipelines_public_entry_points_are_their_modules_names() -> None:
+    """``from adaptive_retrieval.pipelines import run_query`` (and the rest of ``__all__``) is the function its module
+    defines; importing the package loads none of them (nor Haystack) until one is asked for."""
+    import importlib
+    import subprocess
+    import sys
+
+    package = importlib.import_module("adaptive_retrieval.pipelines")
+    for module, names in package._import_structure.items():
+        defined = importlib.import_module(f"adaptive_retrieval.pipelines.{module}")
+        assert all(getattr(package, name) is getattr(defined, name) for name in names), module
+    code = "import sys, adaptive_retrieval.pipelines\nprint('haystack' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False", done.stdout

@@ -11,8 +11,8 @@ from haystack.dataclasses import SparseEmbedding
 
 from adaptive_retrieval.components.gating.attempts import AttemptRecord
 from adaptive_retrieval.components.strategy import Strategy
-from adaptive_retrieval.pipelines.answer_text import NO_PASSAGE, answer_text
 from adaptive_retrieval.pipelines.query_result import HIDDEN_META, GateOutcome, QueryResult, document_to_wire
+from adaptive_retrieval.pipelines.text_answer import NO_PASSAGE, answer_text
 
 
 def _document(i: int) -> Document:

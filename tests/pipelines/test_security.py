@@ -15,8 +15,8 @@ import httpx
 import pytest
 from fastapi import FastAPI, HTTPException
 
-from adaptive_retrieval.pipelines.answer_text import NO_PASSAGE
 from adaptive_retrieval.pipelines.serving.security import GuardMiddleware, ServingPolicy, host_name, is_loopback
+from adaptive_retrieval.pipelines.text_answer import NO_PASSAGE
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-for-tests"

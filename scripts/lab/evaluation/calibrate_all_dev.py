@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_retrieval.components.routing.profiles import load_profiles_file
-from adaptive_retrieval.pipelines.query_pipeline import build_query_pipeline
+from adaptive_retrieval.pipelines import build_query_pipeline, dump_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
-from adaptive_retrieval.pipelines.yaml_io import dump_pipeline
 from evaluation.dev_sets import DevSet, available_dev_sets
 from evaluation.loso import (
     HeldOut,

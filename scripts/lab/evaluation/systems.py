@@ -42,7 +42,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
 from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
-from adaptive_retrieval.pipelines.query_result import QueryResult
+from adaptive_retrieval.pipelines import QueryResult
 from evaluation.data import EvalSet, Passage
 from evaluation.metrics import passage_ranking
 
@@ -325,9 +325,9 @@ class AdaptiveSystem:
 
     def index(self, evalset: EvalSet, batch: int = 256, force: bool = False) -> dict[str, Any]:
         """Index the passages through the indexing YAML (skipped when this corpus is already indexed)."""
+        from adaptive_retrieval.pipelines import load_pipeline
         from adaptive_retrieval.pipelines.indexer import optimize_store
         from adaptive_retrieval.pipelines.indexing_pipeline import store_of
-        from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
         folder = self.root / self.key(evalset)
         marker = folder / "index.json"
@@ -392,7 +392,7 @@ class AdaptiveSystem:
         """A fresh query pipeline over this index (``overrides``: extra store parameters; ``drop_channels``:
         retrieval channels removed, for an ablation in the same run; ``fixed_profile``: every intent's profile
         replaced by this one, so the strategy no longer depends on the routing)."""
-        from adaptive_retrieval.pipelines.yaml_io import loads_pipeline
+        from adaptive_retrieval.pipelines import loads_pipeline
 
         if self.store_path is None:
             msg = "Call index() first"
@@ -408,7 +408,7 @@ class AdaptiveSystem:
 
     def search(self, question: str, pipeline: Pipeline | None = None) -> tuple[list[str], float, QueryResult]:
         """Ranked passage ids, wall milliseconds and the full :func:`run_query` result."""
-        from adaptive_retrieval.pipelines.query_pipeline import run_query
+        from adaptive_retrieval.pipelines import run_query
 
         pipeline = pipeline or self.pipeline
         if pipeline is None:
