@@ -78,7 +78,7 @@ def show(result: QueryResult, top: int) -> None:
     if gate := result.gate:
         signals = " ".join(f"{k}={v:.2f}" for k, v in gate.signals.items())
         print(
-            f"   gate: {gate.decision} (quality {gate.quality:.2f}, attempt {gate.attempt} of "
+            f"   gate: {gate.decision} (quality {gate.quality:.2f}, attempt {gate.attempt + 1} of "
             f"{len(gate.attempts)}; {signals})"
         )
     stages = " ".join(f"{k}={v:.1f}" for k, v in result.timings_ms.items())
