@@ -36,7 +36,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,8 @@ from haystack.core.serialization import component_to_dict, import_class_by_name
 
 from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
 from adaptive_retrieval.components.gating.attempts import Attempt, AttemptRecord, RetryState, best_attempt, history_of
-from adaptive_retrieval.components.gating.calibration import load_calibration, load_prior, store_calibration_file
+from adaptive_retrieval.components.gating.calibration import load_prior, store_calibration_file
+from adaptive_retrieval.components.gating.gate_model import CalibrationWatcher, GateModel
 from adaptive_retrieval.components.gating.reader import as_reader, reader_from_dict
 from adaptive_retrieval.components.gating.retry_policy import same_candidates
 from adaptive_retrieval.components.gating.signals import SIGNALS, gate_signals, missing_names
@@ -156,11 +156,6 @@ class QualityGate:
         self.max_retries = max_retries
         self.signal_k = signal_k
         self._given = given  # what to_dict writes: None stays None (the prior file decides)
-        self.weights = dict(fitted["weights"])
-        self.bias = float(fitted["bias"])
-        self.pass_threshold = float(fitted["pass_threshold"])
-        self.asked_threshold = float(fitted["asked_threshold"])
-        self.asked_floor = float(fitted["asked_floor"])
         self.soft_match = soft_match
         self.model = model
         self._vectors = WordVectors(model) if soft_match else None
@@ -171,8 +166,34 @@ class QualityGate:
         self.reader = as_reader(reader)
         self.reader_threshold = reader_threshold
         self.prior = {**fitted, "weights": dict(fitted["weights"])}
-        self.calibration: str = "prior"
-        self._calibration_stamp: tuple[float, int] | None = None
+        self._watcher = CalibrationWatcher(GateModel.from_fitted(self.prior))
+
+    # -- the scoring model: the prior, or the index's calibration (gate_model.py) --------------------------------
+
+    @property
+    def scoring(self) -> GateModel:
+        """The model the gate judges with now (the prior, or the index's calibration once read)."""
+        return self._watcher.model
+
+    @property
+    def calibration(self) -> str:
+        """Which model judges: ``index`` (the index's calibration file) or ``prior``."""
+        return self.scoring.source
+
+    def _set_prior(self, **fields: Any) -> None:
+        # Setting a field (calibration scripts do) changes the prior, and the model while no calibration is read.
+        self.prior = {**self.prior, **fields}
+        self._watcher.replace_prior(GateModel.from_fitted(self.prior))
+
+    weights = property(lambda self: dict(self.scoring.weights), lambda self, v: self._set_prior(weights=dict(v)))
+    bias = property(lambda self: self.scoring.bias, lambda self, v: self._set_prior(bias=float(v)))
+    pass_threshold = property(
+        lambda self: self.scoring.pass_threshold, lambda self, v: self._set_prior(pass_threshold=float(v))
+    )
+    asked_threshold = property(
+        lambda self: self.scoring.asked_threshold, lambda self, v: self._set_prior(asked_threshold=float(v))
+    )
+    asked_floor = property(lambda self: self.scoring.asked_floor, lambda self, v: self._set_prior(asked_floor=float(v)))
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise with the prior's parameters as given (``None``: the shipped prior file), the store's and the
@@ -224,31 +245,10 @@ class QualityGate:
         if self.reader is not None and hasattr(self.reader, "warm_up"):
             self.reader.warm_up()
 
-    def _refresh_calibration(self) -> None:
-        """Load the calibration file when it appeared or changed since the last look (one ``stat`` per query);
-        fall back to the prior when it disappeared."""
-        path = self.calibration_file() if self.use_calibration else None
-        try:
-            stat = path.stat() if path is not None else None
-        except OSError:  # no file, or a store path that is not a folder (the store itself reports that)
-            stat = None
-        stamp = (stat.st_mtime, stat.st_size) if stat is not None else None
-        if stamp == self._calibration_stamp:
-            return
-        self._calibration_stamp = stamp
-        if stamp is None:
-            if self.calibration != "prior":
-                logger.info("Quality gate: no calibration file any more; using the prior")
-            model, self.calibration = self.prior, "prior"
-        else:
-            assert path is not None
-            model, self.calibration = load_calibration(path), "index"
-            logger.info("Quality gate: using the index's self-calibration %s", path)
-        self.weights = dict(model["weights"])
-        self.bias = float(model["bias"])
-        self.pass_threshold = float(model["pass_threshold"])
-        self.asked_threshold = float(model.get("asked_threshold") or 0.0)
-        self.asked_floor = float(model.get("asked_floor", 1.0))
+    def _refresh_calibration(self) -> GateModel:
+        """The model to judge this query with: the calibration file when it appeared or changed since the last look
+        (one ``stat`` per query), the prior when it disappeared."""
+        return self._watcher.current(self.calibration_file() if self.use_calibration else None)
 
     def signals(
         self,
@@ -256,34 +256,27 @@ class QualityGate:
         query: str,
         query_embedding: list[float] | None = None,
         fusion: dict[str, Any] | None = None,
+        scoring: GateModel | None = None,
     ) -> dict[str, float]:
-        """The gate's signals for a list, with agreement counted over the channels that delivered."""
+        """The gate's signals for a list, with agreement counted over the channels that delivered (the asked
+        check's floor and threshold from ``scoring``, default the current model)."""
+        scoring = scoring or self.scoring
         channels = None
         if fusion and fusion.get("weights"):
             # A channel that found nothing (e.g. an empty graph) can neither agree nor disagree.
             sizes = fusion.get("sizes", {})
             channels = [c for c in fusion["weights"] if sizes.get(c, 1) > 0]
-        vectors = self._vectors if self.asked_floor < 1.0 and self.asked_threshold > 0 else None
-        signals = gate_signals(
-            documents, query, query_embedding, channels, self.signal_k, vectors, self.asked_floor, self.asked_threshold
-        )
+        floor, cut = scoring.asked_floor, scoring.asked_threshold
+        vectors = self._vectors if floor < 1.0 and cut > 0 else None
+        signals = gate_signals(documents, query, query_embedding, channels, self.signal_k, vectors, floor, cut)
         if self.reader is not None:
             signals["reader"] = self.reader.score(query, list(documents[: self.signal_k]))
         return signals
 
-    def quality(self, signals: dict[str, float]) -> float:
-        """The quality score in (0, 1) of a set of signals: the logistic model's, brought below ``pass_threshold``
-        when a check falls below its threshold (``asked`` under ``asked_threshold``, ``reader`` under
-        ``reader_threshold``): ``min(quality, pass_threshold) · (0.5 + 0.5 · value / threshold)``."""
-        z = self.bias + sum(w * signals.get(name, 0.0) for name, w in self.weights.items())
-        quality = 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
-        for name, cut in (("asked", self.asked_threshold), ("reader", self.reader_threshold)):
-            value = signals.get(name)
-            if cut > 0 and value is not None and value < cut:
-                # Below pass_threshold, still ordered by the model's quality and by the shortfall (the loop
-                # returns the best attempt when none passes).
-                quality = min(quality, self.pass_threshold) * (0.5 + 0.5 * value / cut)
-        return quality
+    def quality(self, signals: dict[str, float], scoring: GateModel | None = None) -> float:
+        """The quality score in (0, 1) of a set of signals (:meth:`GateModel.quality
+        <adaptive_retrieval.components.gating.gate_model.GateModel.quality>`, with the reader's threshold)."""
+        return (scoring or self.scoring).quality(signals, self.reader_threshold)
 
     def _decide(
         self,
@@ -292,9 +285,10 @@ class QualityGate:
         fusion: dict[str, Any] | None,
         strategy: Strategy | None,
         next_strategy: Strategy | None,
+        pass_threshold: float,
     ) -> tuple[str, str | None]:
         """``pass`` / ``retry`` / ``insufficient`` for one attempt, and why a retry was skipped (or ``None``)."""
-        if quality >= self.pass_threshold:
+        if quality >= pass_threshold:
             return "pass", None
         if attempt >= self.max_retries:
             return "insufficient", None
@@ -352,14 +346,14 @@ class QualityGate:
             (:meth:`explain`) and, when a retry was skipped, ``retry_skipped`` (why).
         """
         query_embedding = as_float_list(query_embedding)
-        self._refresh_calibration()
+        scoring = self._refresh_calibration()  # one model for the whole judgement, even if the file changes now
         attempt = attempt or 0
         if attempt < 0:
             msg = f"attempt must be >= 0, got {attempt}"
             raise ValueError(msg)
-        signals = self.signals(documents, query, query_embedding, fusion)
-        quality = self.quality(signals)
-        decision, skipped = self._decide(quality, attempt, fusion, strategy, next_strategy)
+        signals = self.signals(documents, query, query_embedding, fusion, scoring)
+        quality = self.quality(signals, scoring)
+        decision, skipped = self._decide(quality, attempt, fusion, strategy, next_strategy, scoring.pass_threshold)
         rounded = {k: round(v, 4) for k, v in signals.items()}
         record = AttemptRecord(attempt, decision, round(quality, 4), rounded, len(documents), skipped)
         history = history_of(previous, record)
@@ -376,37 +370,40 @@ class QualityGate:
             "signals": {k: round(v, 4) for k, v in best.signals.items()},
             "attempt": best.attempt,
             "attempts": list(history),
-            "calibration": self.calibration,
-            "pass_threshold": round(self.pass_threshold, 4),
+            "calibration": scoring.source,
+            "pass_threshold": round(scoring.pass_threshold, 4),
         }
-        told = self.explain(best.documents, query, decision, best.quality)
+        told = self.explain(best.documents, query, decision, best.quality, scoring)
         out["verdict"], out["reason"] = told.verdict, told.reason
         if skipped:
             out["retry_skipped"] = skipped
         return out
 
-    def explain(self, documents: list[Document], query: str, decision: str, quality: float) -> Verdict:
+    def explain(
+        self, documents: list[Document], query: str, decision: str, quality: float, scoring: GateModel | None = None
+    ) -> Verdict:
         """The verdict a person reads (:func:`~adaptive_retrieval.components.gating.verdict.verdict`): found /
         not found / uncertain and why, naming the question's names and asked words that no passage holds."""
+        scoring = scoring or self.scoring
         names = missing_names(documents, query) if decision != "pass" else []
         asked: list[str] = []
-        if decision != "pass" and not names and self.asked_threshold > 0:
+        if decision != "pass" and not names and scoring.asked_threshold > 0:
             # Named as missing only when the asked check is what held the list back: otherwise the evidence as a
             # whole was weak (uncertain), and words a passage lacks are not the reason.
             names_of = query_names(query)
-            vectors = self._vectors if self.asked_floor < 1.0 else None
-            held = asked_coverage(documents, query, names_of, vectors, self.asked_floor, self.asked_threshold)
-            if held < self.asked_threshold:
-                asked = missing_asked(documents, query, names_of, vectors, self.asked_floor)
+            vectors = self._vectors if scoring.asked_floor < 1.0 else None
+            held = asked_coverage(documents, query, names_of, vectors, scoring.asked_floor, scoring.asked_threshold)
+            if held < scoring.asked_threshold:
+                asked = missing_asked(documents, query, names_of, vectors, scoring.asked_floor)
         top = documents[0].meta if documents else {}
         where = top.get("section") or top.get("title") or top.get("source")
         return verdict(
             decision,
             quality,
-            self.pass_threshold,
+            scoring.pass_threshold,
             missing_names=names,
             missing_asked=asked,
             top=str(where) if where else None,
-            calibration=self.calibration,
+            calibration=scoring.source,
             documents=len(documents),
         )
