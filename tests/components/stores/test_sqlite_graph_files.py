@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adaptive_retrieval.components.stores.sqlite_graph_store import (
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import (
     GraphNotWritableError,
     GraphStoreDamagedError,
     SQLiteGraphStore,
