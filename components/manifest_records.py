@@ -1,6 +1,6 @@
 """The layout of the manifest records an index keeps about itself, one per source (level -1 in the collection):
 their level, kind and states. Indexing writes them (:mod:`.indexing.manifest`); the store's damage checks
-(:mod:`.stores.edge_checks`) read them, so the layout lives below both."""
+(:mod:`.stores.documents.edge_checks`) read them, so the layout lives below both."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from adaptive_retrieval.components.indexing.manifest import (
 )
 from adaptive_retrieval.components.manifest_records import STATE_FAILED
 from adaptive_retrieval.components.stores.disk_space import undoing
-from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore
 from adaptive_retrieval.pipelines.file_checks import content_problem, unreadable
 from adaptive_retrieval.pipelines.index_files import (
     check_batch_space,

@@ -32,7 +32,7 @@ from adaptive_retrieval.components.indexing.manifest import (
 )
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
-from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore
 from adaptive_retrieval.pipelines.file_walk import find_files
 from adaptive_retrieval.pipelines.index_files import BATCH_BYTES, file_batches, unfinished_files
 from adaptive_retrieval.pipelines.index_transaction import IndexTransaction

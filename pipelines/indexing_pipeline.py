@@ -24,7 +24,7 @@ from adaptive_retrieval.components.indexing.structured_converter import Structur
 from adaptive_retrieval.components.models.document_embedder import OnnxDocumentEmbedder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.sparse_document_embedder import Bm25DocumentEmbedder
-from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 
 logger = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from adaptive_retrieval.components.retrieval.channels import (
 from adaptive_retrieval.components.routing.intent_router import IntentRouter
 from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
 from adaptive_retrieval.components.selection.structural_first import StructuralFirst
-from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore
 from adaptive_retrieval.pipelines.query_result import GateOutcome, QueryResult
 from adaptive_retrieval.pipelines.store_config import make_graph_store, make_store
 from adaptive_retrieval.pipelines.timing import stage_timings

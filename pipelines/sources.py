@@ -21,7 +21,7 @@ from typing import Any
 from haystack import Document
 
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
-from adaptive_retrieval.components.stores.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore
 from adaptive_retrieval.pipelines.upload_names import UploadNameError, stored_name
 from adaptive_retrieval.pipelines.validation import check_source_name
 

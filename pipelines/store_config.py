@@ -18,10 +18,7 @@ from urllib.parse import unquote, urlparse
 from haystack.utils import Secret
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.components.stores.edge_shards import DEFAULT_PAYLOAD_INDEXES
-from adaptive_retrieval.components.stores.graph_store import GraphStore
-from adaptive_retrieval.components.stores.locations import (
+from adaptive_retrieval.components.locations import (
     GRAPH_FILE,
     GRAPH_PATH_ENV,
     NEO4J_DATABASE_ENV,
@@ -33,8 +30,11 @@ from adaptive_retrieval.components.stores.locations import (
     graph_file,
     qdrant_folder,
 )
-from adaptive_retrieval.components.stores.neo4j_graph_store import Neo4jGraphStore
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore
+from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.documents.edge_shards import DEFAULT_PAYLOAD_INDEXES
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore
+from adaptive_retrieval.components.stores.graph.neo4j_graph_store import Neo4jGraphStore
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore
 
 DEFAULT_INDEX = "adaptive"
 DEFAULT_DIM = 384
@@ -131,7 +131,7 @@ def make_store(
     socket = extra.pop("socket", None) or (None if url else settings.text(STORE_SOCKET_ENV))
     if socket and not url:
         # A worker of `serve --workers N`: the index is open in the store host (pipelines/processes/workers.py).
-        from adaptive_retrieval.components.stores.remote_document_store import RemoteDocumentStore
+        from adaptive_retrieval.components.stores.documents.remote_document_store import RemoteDocumentStore
 
         return RemoteDocumentStore(socket=socket, path=path, index=index, embedding_dim=embedding_dim, **extra)
     if url:
@@ -164,7 +164,7 @@ def make_store(
 def default_graph_path(qdrant_path: str | None = None) -> str:
     """The embedded graph file in the Qdrant folder: ``/data/idx/qdrant`` → ``/data/idx/qdrant/graph.sqlite`` (a
     graph an earlier version kept beside the folder is moved in when the store opens: see
-    :mod:`~adaptive_retrieval.components.stores.graph_location`)."""
+    :mod:`~adaptive_retrieval.components.stores.graph.graph_location`)."""
     return str(qdrant_folder(qdrant_path) / GRAPH_FILE)
 
 

@@ -22,7 +22,7 @@ from adaptive_retrieval.pipelines.store_config import (
     shared_in_process_store,
 )
 from adaptive_retrieval.pipelines.yaml_types import registered_types
-from adaptive_retrieval.pipelines.yaml_upgrade import upgrade_lean_documents
+from adaptive_retrieval.pipelines.yaml_upgrade import upgrade_lean_documents, upgrade_moved_types
 
 #: Modules outside ``haystack*`` the YAML may name (Haystack 3 refuses others unless allow-listed). Plain Haystack:
 #: ``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)``; a server (``hayhooks run``) that loads the YAML
@@ -237,8 +237,9 @@ def loads_pipeline(text: str, **store_overrides: Any) -> Pipeline:
     if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
         msg = "Pipeline YAML must be a mapping with a 'components' section"
         raise PipelineLoadError(msg)
-    # Types named by their family's public path (fusion.WeightedRRFJoiner) as Haystack registers them.
-    registered_types(data)
+    # Stores named by the module paths they had before stores/ got its rooms, then types named by their family's
+    # public path (fusion.WeightedRRFJoiner), as Haystack registers them.
+    registered_types(upgrade_moved_types(data))
     # A query pipeline saved before the channels dropped their documents' vectors answers as it did.
     upgrade_lean_documents(data)
     runtime = {k: store_overrides.pop(k) for k in RUNTIME_OVERRIDES if k in store_overrides}

@@ -18,7 +18,7 @@ os.environ["ADAPTIVE_CACHE_DIR"] = tempfile.mkdtemp(prefix="adaptive-test-cache-
 
 from adaptive_retrieval.components.models.export import export_model
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, default_models_dir
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
 REFERENCE_TOPICS = [
     "while",

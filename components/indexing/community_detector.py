@@ -25,7 +25,11 @@ import numpy as np
 from haystack import component, default_from_dict
 
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
-from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.graph.graph_store import (
+    Community,
+    GraphStore,
+    graph_store_from_init_parameters,
+)
 from adaptive_retrieval.components.stores.serialization import to_dict_with_stores
 from adaptive_retrieval.components.text.keys import normalise_key
 from adaptive_retrieval.components.text.sentences import name_sentences

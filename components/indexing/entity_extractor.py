@@ -40,7 +40,7 @@ from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_chatgenerator_inplace
 
 from adaptive_retrieval.components.indexing.llm_entities import LLM_INSTRUCTIONS, parse_llm_entities
-from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityMention, merge_mentions
+from adaptive_retrieval.components.stores.graph.graph_store import ChunkEntities, EntityMention, merge_mentions
 from adaptive_retrieval.components.text.keys import normalise_key, title_aliases
 from adaptive_retrieval.components.text.names import CONNECTORS, Token, capitalised, is_acronym, mostly_upper, tokens
 from adaptive_retrieval.components.text.numbering import heading_without_number

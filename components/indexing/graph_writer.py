@@ -8,7 +8,11 @@ from typing import Any
 from haystack import component, default_from_dict
 
 from adaptive_retrieval.components.indexing.faults import fault_point
-from adaptive_retrieval.components.stores.graph_store import ChunkEntities, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.graph.graph_store import (
+    ChunkEntities,
+    GraphStore,
+    graph_store_from_init_parameters,
+)
 from adaptive_retrieval.components.stores.serialization import to_dict_with_stores
 
 logger = logging.getLogger(__name__)
@@ -31,7 +35,7 @@ class GraphWriter:
     """
 
     def __init__(self, graph_store: GraphStore) -> None:
-        """:param graph_store: any :class:`~adaptive_retrieval.components.stores.graph_store.GraphStore`."""
+        """:param graph_store: any :class:`~adaptive_retrieval.components.stores.graph.graph_store.GraphStore`."""
         if not isinstance(graph_store, GraphStore):
             msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
             raise TypeError(msg)

@@ -24,7 +24,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components.ids import stable_id
 from adaptive_retrieval.components.manifest_records import MANIFEST_LEVEL
-from adaptive_retrieval.components.stores.graph_store import GraphOwnedError, GraphOwner
+from adaptive_retrieval.components.stores.graph.graph_store import GraphOwnedError, GraphOwner
 
 #: The record's ``meta.kind`` (manifest records are ``manifest``).
 IDENTITY_KIND = "index"

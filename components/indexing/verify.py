@@ -31,7 +31,7 @@ from haystack import Document
 from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing.manifest import read_manifests
 from adaptive_retrieval.components.manifest_records import STATE_COMPLETE, STATE_DELETING, STATE_FAILED, STATE_INDEXING
-from adaptive_retrieval.components.stores.edge_checks import NORM_TOLERANCE
+from adaptive_retrieval.components.stores.documents.edge_checks import NORM_TOLERANCE
 
 REINDEX, DELETE, INDEX, REBUILD = "reindex", "delete", "index", "rebuild"
 

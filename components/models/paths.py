@@ -12,7 +12,7 @@ from pathlib import Path
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.extras import install_hint
-from adaptive_retrieval.components.stores.locations import data_dir
+from adaptive_retrieval.components.locations import data_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MODELS_DIR_ENV = "ADAPTIVE_MODELS_DIR"

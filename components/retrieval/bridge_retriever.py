@@ -35,8 +35,8 @@ from haystack import Document, component, default_from_dict
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
+from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.text.names import query_names
 
 

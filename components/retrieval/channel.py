@@ -46,8 +46,8 @@ _SHARED_FIELDS = frozenset({"embedding"})
 def channel_documents(documents: list[Document], dense: bool = False) -> list[Document]:
     """A channel's output as it travels on: no sparse vector (nothing downstream reads it) and no dense one
     (MMR reads its candidates' vectors from the store by id,
-    :meth:`~adaptive_retrieval.components.stores.vector_search.VectorSearch.dense_vectors`; a channel hands a few
-    hundred documents per query to the joiner and to the channels that read its list). ``dense=True`` keeps the
+    :meth:`~adaptive_retrieval.components.stores.documents.vector_search.VectorSearch.dense_vectors`; a channel hands a
+    few hundred documents per query to the joiner and to the channels that read its list). ``dense=True`` keeps the
     dense vector, shared on a copy (see :class:`SharedEmbeddingDocument`). The store's documents are fresh
     objects, so their fields move over as they are."""
     out = []

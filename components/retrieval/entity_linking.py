@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from adaptive_retrieval.components.stores.graph_store import GraphStore, idf
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore, idf
 from adaptive_retrieval.components.text.keys import normalise_key
 from adaptive_retrieval.components.text.stopwords import stopwords
 

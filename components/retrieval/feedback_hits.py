@@ -13,7 +13,7 @@ from haystack.dataclasses import SparseEmbedding
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.feedback import feedback_documents
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
-from adaptive_retrieval.components.stores.vector_search import VectorSearch
+from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch
 
 
 def first_hits(

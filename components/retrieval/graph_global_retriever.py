@@ -26,9 +26,13 @@ from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
-from adaptive_retrieval.components.stores.graph_store import Community, GraphStore, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.documents.vector_search import vector_search
+from adaptive_retrieval.components.stores.graph.graph_store import (
+    Community,
+    GraphStore,
+    graph_store_from_init_parameters,
+)
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 

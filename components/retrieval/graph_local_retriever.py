@@ -42,9 +42,9 @@ from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
-from adaptive_retrieval.components.stores.graph_store import GraphStore, graph_store_from_init_parameters, idf
+from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
+from adaptive_retrieval.components.stores.graph.graph_store import GraphStore, graph_store_from_init_parameters, idf
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,8 @@ class GraphLocalRetriever:
 
     Skips itself when the router gives ``graph_local`` no weight. See the module docstring for the scoring.
 
-    :param graph_store: the knowledge graph (:class:`~adaptive_retrieval.components.stores.graph_store.GraphStore`).
+    :param graph_store: the knowledge graph
+        (:class:`~adaptive_retrieval.components.stores.graph.graph_store.GraphStore`).
     :param document_store: the Qdrant store holding the chunks (for seed hits and embeddings).
     :param top_k: chunks returned (the router's ``fetch_k`` overrides it per query).
     :param seed_hits: nearest chunks whose entities seed the search (0 disables).

@@ -5,7 +5,7 @@ HippoRAG (arXiv 2405.14831) showed that one personalised-PageRank step over an e
 question's entities, does the work of iterative multi-step retrieval. Here the graph is the one the indexing
 pipeline builds with no LLM (entities —MENTIONED_IN→ chunks), and the walk runs on a bounded subgraph grown
 around the query, so its cost does not depend on the size of the index and both graph stores serve it through
-one contract method (:meth:`~adaptive_retrieval.components.stores.graph_store.GraphStore.subgraph`).
+one contract method (:meth:`~adaptive_retrieval.components.stores.graph.graph_store.GraphStore.subgraph`).
 
 How a query is scored:
 
@@ -51,9 +51,13 @@ from adaptive_retrieval.components.retrieval.channel import channel_enabled, sea
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
 from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
-from adaptive_retrieval.components.stores.graph_store import GraphStore, Subgraph, graph_store_from_init_parameters
+from adaptive_retrieval.components.stores.documents.vector_search import vector_search
+from adaptive_retrieval.components.stores.graph.graph_store import (
+    GraphStore,
+    Subgraph,
+    graph_store_from_init_parameters,
+)
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +122,8 @@ class GraphPPRRetriever:
     Skips itself when the router gives ``graph_ppr`` no weight; a failing store gives ``documents=None`` (the
     joiner skips the channel). See the module docstring for the scoring.
 
-    :param graph_store: the knowledge graph (:class:`~adaptive_retrieval.components.stores.graph_store.GraphStore`).
+    :param graph_store: the knowledge graph
+        (:class:`~adaptive_retrieval.components.stores.graph.graph_store.GraphStore`).
     :param document_store: the store holding the chunks (read with ``fetch_documents`` only).
     :param top_k: chunks returned (the router's ``fetch_k`` overrides it per query).
     :param seed_hits: top dense and top sparse hits (each) that seed the walk as chunk nodes.

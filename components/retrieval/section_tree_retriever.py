@@ -48,8 +48,8 @@ from adaptive_retrieval.components.retrieval.structural_match import (
     heading_matches_ref,
     resolve,
 )
+from adaptive_retrieval.components.stores.documents.vector_search import vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import vector_search
 
 logger = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from adaptive_retrieval.components.retrieval.feedback import (
 )
 from adaptive_retrieval.components.retrieval.feedback_hits import first_hits
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
+from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 
 @component

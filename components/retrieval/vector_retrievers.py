@@ -1,8 +1,8 @@
 """The dense and sparse channels: top-k vector searches that skip themselves at zero weight and fail softly.
 
-Both search the store through :func:`~adaptive_retrieval.components.stores.vector_search.vector_search` (Qdrant Edge
-embedded, or a Qdrant server through qdrant-haystack), filter natively (the collection's payload indexes), and differ
-only in the query they send. Their shared part is :class:`_VectorChannel`.
+Both search the store through :func:`~adaptive_retrieval.components.stores.documents.vector_search.vector_search`
+(Qdrant Edge embedded, or a Qdrant server through qdrant-haystack), filter natively (the collection's payload
+indexes), and differ only in the query they send. Their shared part is :class:`_VectorChannel`.
 
 Usage::
 
@@ -24,7 +24,7 @@ from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
 from adaptive_retrieval.components.retrieval.ranked_hits import RankedHits
-from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
+from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 
 
 class _VectorChannel:

@@ -11,8 +11,8 @@ from haystack import Document, component, default_from_dict
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
+from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
-from adaptive_retrieval.components.stores.vector_search import VectorSearch, vector_search
 
 logger = logging.getLogger(__name__)
 

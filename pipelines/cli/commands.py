@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
-from adaptive_retrieval.components.stores.locations import QDRANT_PATH_ENV as STORE_PATH_ENV
-from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
+from adaptive_retrieval.components.locations import QDRANT_PATH_ENV as STORE_PATH_ENV
+from adaptive_retrieval.components.locations import QDRANT_URL_ENV
 from adaptive_retrieval.pipelines.cli.format import print_query, print_stats
 from adaptive_retrieval.pipelines.processes import garbage_collection
 from adaptive_retrieval.pipelines.processes.owner_client import ServerCallError, answer_field

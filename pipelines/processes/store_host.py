@@ -3,7 +3,8 @@
 It opens the embedded Qdrant Edge shard (one owner, as without workers: Edge's lock, the ``<store>.server.json``
 owner file) and serves two private Unix sockets in a folder only its user can enter:
 
-- ``store.sock``: the workers' :class:`~adaptive_retrieval.components.stores.remote_document_store.RemoteDocumentStore`
+- ``store.sock``: the workers'
+  :class:`~adaptive_retrieval.components.stores.documents.remote_document_store.RemoteDocumentStore`
   calls (searches, fetches, counts), each run on the one open shard by a thread of this process (Edge releases
   the GIL while it searches, so the host answers several workers at once);
 - ``http.sock``: the app with the indexing pipeline only. The workers forward uploads (``POST /indexing/run``,
@@ -28,10 +29,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.components.stores.locations import qdrant_folder
-from adaptive_retrieval.components.stores.remote_document_store import REMOTE_METHODS
-from adaptive_retrieval.components.stores.store_wire import WireClosedError, recv_message, same_user, send_message
+from adaptive_retrieval.components.locations import qdrant_folder
+from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore
+from adaptive_retrieval.components.stores.documents.remote_document_store import REMOTE_METHODS
+from adaptive_retrieval.components.stores.documents.store_wire import (
+    WireClosedError,
+    recv_message,
+    same_user,
+    send_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +76,7 @@ class StoreHost:
         """``("ok", value, generation)`` or ``("error", exception, None)`` for one ``(params, method, args,
         kwargs)`` call. The generation (this host's token, the writes made through its shard so far; ``None`` while a
         write runs) is read before the call runs: a worker keeps the vectors of one generation
-        (:mod:`~adaptive_retrieval.components.stores.vector_cache`)."""
+        (:mod:`~adaptive_retrieval.components.stores.caches.vector_cache`)."""
         try:
             params, method, args, kwargs = message
             if method not in REMOTE_METHODS:

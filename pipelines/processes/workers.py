@@ -6,8 +6,8 @@ A query is mostly Python, so one process uses about one core. With ``--workers N
   owner, as before), runs the searches the workers send it, and runs every write: uploads and deletes;
 - **N workers**, each the usual app (REST, OpenAI-compatible chat, MCP) on one shared listening socket (the kernel
   hands each new connection to a worker that accepts). A worker's query pipeline holds a
-  :class:`~adaptive_retrieval.components.stores.remote_document_store.RemoteDocumentStore` (the host's index over a
-  private Unix socket) and opens the graph file read-only; uploads and deletes are forwarded to the host.
+  :class:`~adaptive_retrieval.components.stores.documents.remote_document_store.RemoteDocumentStore` (the host's index
+  over a private Unix socket) and opens the graph file read-only; uploads and deletes are forwarded to the host.
 
 Writes are made once, by the host, and a worker's next search runs on the host's shard: an upload is searchable from
 every worker as soon as its answer has come back (the bound the README states). With ``$QDRANT_URL`` the workers
@@ -127,8 +127,8 @@ class Supervisor:
 
     def _env(self, index: int | None = None) -> dict[str, str]:
         # Names only: the supervisor stays a small process (no Haystack, no models).
-        from adaptive_retrieval.components.stores.locations import QDRANT_URL_ENV
-        from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV as SOCKET_ENV
+        from adaptive_retrieval.components.locations import QDRANT_URL_ENV
+        from adaptive_retrieval.components.locations import STORE_SOCKET_ENV as SOCKET_ENV
 
         env = {**os.environ, PARENT_ENV: str(os.getpid()), WORKER_COUNT_ENV: str(self.count)}
         env.pop(SOCKET_ENV, None)

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     import_haystack_without_torch()
     import uvicorn
 
-    from adaptive_retrieval.components.stores.locations import qdrant_folder
+    from adaptive_retrieval.components.locations import qdrant_folder
     from adaptive_retrieval.pipelines.processes.store_host import StoreHost, bind_private_socket, serve_store
     from adaptive_retrieval.pipelines.serving.app import PIPELINES_DIR, create_app
     from adaptive_retrieval.pipelines.serving.request_logs import quiet_request_logs

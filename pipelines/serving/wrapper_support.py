@@ -194,7 +194,7 @@ def uploads_dir(store: Any) -> Path:
     ``$ADAPTIVE_UPLOAD_DIR``, else ``uploads`` beside a local Qdrant folder (its path, or the folder it resolves
     from ``$ADAPTIVE_QDRANT_PATH``), else ``uploads`` in the per-user data folder.
     """
-    from adaptive_retrieval.components.stores.locations import data_dir
+    from adaptive_retrieval.components.locations import data_dir
 
     if configured := settings.text(UPLOAD_DIR_ENV):
         return Path(configured).expanduser().resolve()

@@ -169,7 +169,7 @@ def build_index(ctx: Context) -> None:
 
 def release(ctx: Context) -> None:
     """Close the in-process store so that the server can own it."""
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
     ctx.pipeline = None
     release_all_clients()

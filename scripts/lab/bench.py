@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     limit_blas_threads()  # as the CLI and the server run (the stock peer in the same process shares it)
     root = Path(args.root)
     if args.worker:
-        from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+        from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
         result = worker(args.worker, args.queries, root, args.filler)
         Path(args.worker_out).write_text(json.dumps(result))
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     print(markdown({**report, "sizes": measured}))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
     release_all_clients()
     return report

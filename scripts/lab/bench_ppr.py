@@ -58,9 +58,9 @@ from haystack import Document
 from adaptive_retrieval.components.ids import chunk_id
 from adaptive_retrieval.components.indexing import EntityExtractor, GraphWriter
 from adaptive_retrieval.components.retrieval import GraphLocalRetriever, GraphPPRRetriever
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
-from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityInfo, Subgraph
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore, release_all_clients
+from adaptive_retrieval.components.stores.graph.graph_store import ChunkEntities, EntityInfo, Subgraph
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from adaptive_retrieval.components.text.stopwords import stopwords
 from evaluation.data import Passage, Question, load_hotpot, load_jsonl, load_wiki2
 

@@ -34,7 +34,7 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
 from adaptive_retrieval.components.stores import EdgeDocumentStore
-from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch
+from adaptive_retrieval.components.stores.documents.vector_search import QdrantServerSearch
 from evaluation.metrics import percentiles
 
 log = logging.getLogger("bench_store")

@@ -53,7 +53,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[2]
 
 from adaptive_retrieval.components.routing.profiles import validate_profiles  # noqa: E402
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients  # noqa: E402
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients  # noqa: E402
 from evaluation import calibrate_all_dev  # noqa: E402
 from evaluation.data import (  # noqa: E402
     EvalSet,

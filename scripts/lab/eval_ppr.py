@@ -39,7 +39,7 @@ from haystack import Document
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
 from adaptive_retrieval.components.retrieval import GraphPPRRetriever
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 from adaptive_retrieval.components.text.keys import normalise_key, title_aliases
 from evaluation.data import (
     EvalSet,

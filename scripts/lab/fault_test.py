@@ -341,7 +341,10 @@ def _damage_payload(index: Path) -> None:
 
 def _delete_nodes(index: Path) -> None:
     """Delete three chunks straight in the store, as a lost segment would: the manifests still count them."""
-    from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import (
+        EdgeDocumentStore,
+        release_all_clients,
+    )
 
     store = EdgeDocumentStore(path=str(index / "qdrant"))
     chunks = store.filter_documents({"field": "meta.level", "operator": "==", "value": 0})
@@ -351,7 +354,7 @@ def _delete_nodes(index: Path) -> None:
 
 def _graph_file(index: Path) -> Path:
     """The graph file of the index in ``index/qdrant`` (in the index folder itself)."""
-    from adaptive_retrieval.components.stores.locations import graph_file
+    from adaptive_retrieval.components.locations import graph_file
 
     return graph_file(qdrant_path=index / "qdrant")
 

@@ -164,7 +164,7 @@ def measured(server: subprocess.Popen, phase: Phase, work) -> None:
 
 def snapshot(store_path: Path) -> set[str]:
     """Every document id in the store (opened in this process, so only while the server is stopped)."""
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.store_config import make_store
 
     try:
@@ -321,7 +321,7 @@ def run_server(
 def check_documents(store_path: Path, ids_before: set[str], uploads: list[dict], expected: int) -> list[str]:
     """No document lost: every id from before is there, the count grew by what the uploads reported, every id is
     retrievable (the store opened here, the server stopped)."""
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.store_config import make_store
 
     ids_after = snapshot(store_path)
@@ -435,7 +435,7 @@ def main() -> int:
     indexing = load_pipeline("indexing", path=str(store_path))
     counts = index_paths(indexing, corpus)
     del indexing
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
     release_all_clients()
     print(f"indexed {counts['chunks_written']} chunks", flush=True)

@@ -114,7 +114,7 @@ def stage_of(frames: list[tuple[str, str]]) -> str | None:
         inner = [p for _, p in frames if p.startswith(COMPONENTS_DIR)]
         where = inner[-1][len(COMPONENTS_DIR) :].split(":")[0].removesuffix(".py") if inner else "request loop"
         return "store host: " + where
-    if any("stores/remote_document_store.py" in path for _, path in frames):
+    if any("stores/documents/remote_document_store.py" in path for _, path in frames):
         return "pipeline: store calls to the store host (socket, unpickling)"
     if any(f == "_deepcopy_with_exceptions" for f, _ in frames):
         return "pipeline: Haystack copies of component inputs"
@@ -467,7 +467,7 @@ def main() -> int:
     args, rest = parser.parse_known_args()
     if args.serve_profiled:
         return serve_profiled(Path(args.serve_profiled), [a for a in rest if a != "--"])
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
 
     limit_blas_threads()  # as the server runs

@@ -47,7 +47,7 @@ def fingerprint(chunks: int, queries: int, root: Path, folder: Path | None = Non
     "decision": ..., "quality": ..., "signals": ..., "attempts": ...}}``."""
     from bench import bench_root, synthetic_passages, synthetic_queries  # a sibling in the lab
 
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines import run_query
     from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
     from evaluation.data import EvalSet

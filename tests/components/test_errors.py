@@ -10,13 +10,13 @@ from haystack.document_stores.errors import DocumentStoreError
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError, BusyError, InputError
 from adaptive_retrieval.components.stores import StoreError
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError
-from adaptive_retrieval.components.stores.edge_document_store import (
+from adaptive_retrieval.components.stores.documents.edge_document_store import (
     IndexNotFoundError,
     StoreDamagedError,
     StoreLockedError,
 )
-from adaptive_retrieval.components.stores.graph_store import GraphOwnedError
-from adaptive_retrieval.components.stores.sqlite_graph_store import (
+from adaptive_retrieval.components.stores.graph.graph_store import GraphOwnedError
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import (
     GraphLocationError,
     GraphNotFoundError,
     GraphNotWritableError,

@@ -76,7 +76,7 @@ def test_yaml_naming_the_public_paths_loads_with_the_packages_loader(tmp_path: P
         "adaptive_retrieval.components.fusion.weighted_rrf_joiner.WeightedRRFJoiner",
         "adaptive_retrieval.components.fusion.WeightedRRFJoiner",
     ).replace(
-        "adaptive_retrieval.components.stores.edge_document_store.EdgeDocumentStore",
+        "adaptive_retrieval.components.stores.documents.edge_document_store.EdgeDocumentStore",
         "adaptive_retrieval.components.stores.EdgeDocumentStore",
     )
     assert public != text

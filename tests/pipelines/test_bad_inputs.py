@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
 LONE_SURROGATE_JSON = '{"query": "what is \\ud800 a lambda"}'
 LONG_NAME = "n" * 296 + ".md"

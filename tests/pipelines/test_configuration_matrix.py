@@ -122,7 +122,7 @@ def _topic(name: str) -> str:
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
     """One embedded index (three Python reference pages), built once; each embedded configuration serves a copy."""
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from script_modules import load_script
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import release_all_connections
 
 fault_test = load_script("fault_test")
 QUESTION = "what does a lambda expression yield?"
@@ -125,8 +125,8 @@ def test_a_damaged_vector_raises_on_the_query_path_and_stays_readable_for_repair
     """``fetch_documents`` (the channels' reads) raises as a search does, with the point cache or without it;
     ``get_documents_by_id`` (the indexing side, ``stats --verify``) reads what is stored."""
     from adaptive_retrieval.components.stores import EdgeDocumentStore
-    from adaptive_retrieval.components.stores.edge_errors import StoreDamagedError
-    from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV
+    from adaptive_retrieval.components.stores.caches.point_cache import CAPACITY_ENV
+    from adaptive_retrieval.components.stores.documents.edge_errors import StoreDamagedError
 
     monkeypatch.setenv(CAPACITY_ENV, cache)
     store = EdgeDocumentStore(path=str(damaged / "qdrant"))

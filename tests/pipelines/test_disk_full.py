@@ -17,8 +17,8 @@ import pytest
 
 from adaptive_retrieval.components.indexing.manifest import index_stats, read_manifests
 from adaptive_retrieval.components.stores.disk_space import InsufficientSpaceError, free_bytes
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import release_all_connections
 
 MB = 1024 * 1024
 MARGIN_MB = 8

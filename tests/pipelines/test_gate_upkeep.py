@@ -11,8 +11,8 @@ import pytest
 
 from adaptive_retrieval.components.gating.calibration import load_calibration, store_calibration_file
 from adaptive_retrieval.components.gating.verdict import NO_CALIBRATION
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import release_all_connections
 from adaptive_retrieval.pipelines.gate_calibration import sample_version
 from adaptive_retrieval.pipelines.gate_upkeep import CalibrationKeeper, update_calibration
 from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths

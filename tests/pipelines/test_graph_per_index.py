@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 NOTES = {
     "curie.md": "# Curie\n\nMarie Curie worked in Paris on radium with Pierre Curie.\n",
@@ -169,7 +169,7 @@ def test_a_graph_another_index_wrote_is_refused(tmp_path: Path, notes: dict[str,
     """One graph file named for two indexes (``graph_path``, ``$ADAPTIVE_GRAPH_PATH``): the second is refused before
     it writes anything, and the first keeps its graph whole."""
     from adaptive_retrieval.components.indexing.manifest import index_stats
-    from adaptive_retrieval.components.stores.graph_store import GraphOwnedError
+    from adaptive_retrieval.components.stores.graph.graph_store import GraphOwnedError
     from adaptive_retrieval.pipelines.indexer import index_paths
     from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline

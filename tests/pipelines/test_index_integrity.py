@@ -25,7 +25,7 @@ from adaptive_retrieval.components.indexing.manifest import (
     write_manifests,
 )
 from adaptive_retrieval.components.manifest_records import MANIFEST_LEVEL, STATE_COMPLETE, STATE_INDEXING
-from adaptive_retrieval.components.stores.graph_store import ChunkEntities
+from adaptive_retrieval.components.stores.graph.graph_store import ChunkEntities
 from adaptive_retrieval.pipelines.indexer import delete_sources, index_paths
 from adaptive_retrieval.pipelines.indexing_pipeline import graph_store_of, store_of
 from adaptive_retrieval.pipelines.limits import Limits
@@ -187,7 +187,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def test_sigkilled_indexer_loses_nothing_after_reindex(tmp_path: Path, corpus: Path) -> None:
     """The short version of scripts/lab/fault_test.py: the CLI indexer SIGKILLed at three named moments, then a
     re-index (in this process) must give the same per-source counts as a clean run."""
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
     from adaptive_retrieval.pipelines.yaml_io import load_pipeline
 
     clean = load_pipeline("indexing", path=str(tmp_path / "reference"))

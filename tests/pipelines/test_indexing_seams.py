@@ -117,8 +117,8 @@ def test_a_file_read_in_part_is_partial_in_the_result_and_in_stats(
 def test_the_cli_says_which_files_were_indexed_in_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import io
 
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-    from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.graph.sqlite_graph_store import release_all_connections
     from adaptive_retrieval.pipelines.cli.main import main
 
     docs = tmp_path / "docs"
@@ -184,8 +184,8 @@ def test_the_cli_says_which_links_it_did_not_follow(
 ) -> None:
     import io
 
-    from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-    from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores.graph.sqlite_graph_store import release_all_connections
     from adaptive_retrieval.pipelines.cli.main import main
 
     out = io.StringIO()

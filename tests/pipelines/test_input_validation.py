@@ -16,7 +16,7 @@ import httpx
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.validation import (
     MAX_QUERY_CHARS,
     check_fields,

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from processes import stop
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import release_all_connections
 from adaptive_retrieval.pipelines.yaml_io import YAML_DIR
 
 pytestmark = pytest.mark.slow  # they index a real corpus and start servers

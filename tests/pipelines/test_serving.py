@@ -26,7 +26,7 @@ from processes import stop
 from adaptive_retrieval.components.gating.verdict import VERDICTS
 from adaptive_retrieval.components.retrieval.channels import pipeline_channels
 from adaptive_retrieval.components.routing.profiles import INTENTS
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
 REPO = Path(__file__).resolve().parents[2]
 WRAPPERS = REPO / "pipelines" / "serving" / "wrappers"  # the folder of Hayhooks wrappers, and nothing else

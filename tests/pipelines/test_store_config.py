@@ -8,8 +8,8 @@ import pytest
 from haystack import Pipeline
 
 import yaml
-from adaptive_retrieval.components.stores.edge_document_store import IndexNotFoundError
-from adaptive_retrieval.components.stores.sqlite_graph_store import GraphNotFoundError
+from adaptive_retrieval.components.stores.documents.edge_document_store import IndexNotFoundError
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import GraphNotFoundError
 from adaptive_retrieval.pipelines.yaml_io import (
     ALLOWED_MODULES,
     YAML_DIR,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.upload_names import MAX_NAME_BYTES, UploadNameError, original_name, stored_name
 
 NFD = unicodedata.normalize("NFD", "über.md")

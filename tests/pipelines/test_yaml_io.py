@@ -116,3 +116,21 @@ def test_a_query_yaml_saved_before_the_lean_documents_answers_as_it_did(tmp_path
     assert mmr.document_store is not None and str(mmr.document_store.path) == str(tmp_path / "qdrant")
     edges = {(s, d["from_socket"].name, r) for s, r, d in pipeline.graph.edges(data=True)}
     assert ("section", "structural_hits", "structural_first") in edges and ("dense", "documents", "bridge") in edges
+
+
+@pytest.mark.parametrize("name", ["query", "indexing"])
+def test_a_yaml_naming_the_stores_old_module_paths_loads_as_it_did(name: str, tmp_path: Path) -> None:
+    """Before ``components/stores/`` got rooms (issue 44) a saved YAML named ``stores.edge_document_store``,
+    ``stores.sqlite_graph_store`` & co.: it loads as the same pipeline as the YAML naming the new paths."""
+    from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline
+    from adaptive_retrieval.pipelines.yaml_upgrade import MOVED_MODULES
+
+    text = (YAML_DIR / f"{name}.yaml").read_text(encoding="utf-8")
+    old = text
+    for before, now in MOVED_MODULES.items():
+        old = old.replace(f"{now}.", f"{before}.")
+    assert "components.stores.edge_document_store.EdgeDocumentStore" in old
+    assert "components.stores.sqlite_graph_store.SQLiteGraphStore" in old
+    assert "stores.documents." not in old and "stores.graph." not in old
+    folder = str(tmp_path / "qdrant")
+    assert dumps_pipeline(loads_pipeline(old, path=folder)) == dumps_pipeline(loads_pipeline(text, path=folder))

@@ -16,7 +16,7 @@ from adaptive_retrieval.components.routing.profiles import (
     load_profiles_file,
     validate_profiles,
 )
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
 ROOT = Path(__file__).resolve().parents[2]
 

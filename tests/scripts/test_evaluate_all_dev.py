@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from script_modules import load_script
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
 # Two tiny ad-hoc collections, laid out as ../shared/data lays out MEDLINE and TIME (and CACM's title-only record).
 SETS = {

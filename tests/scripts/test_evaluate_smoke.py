@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from script_modules import load_script
 
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 
 PASSAGES = {
     "volcano": ("Mount Etna", "Mount Etna is an active stratovolcano on the east coast of Sicily, Italy."),

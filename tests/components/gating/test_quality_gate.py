@@ -30,8 +30,8 @@ from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.retrieval import SparseRetriever
 from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.components.routing.profiles import escalate_strategy
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.components.text.names import query_names
 from adaptive_retrieval.components.text.terms import content_terms

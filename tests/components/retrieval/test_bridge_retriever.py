@@ -14,7 +14,7 @@ from passages import PassageWriter
 from adaptive_retrieval.components.models import Bm25TextEmbedder, OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval import DenseRetriever, RankedHits, SparseRetriever
 from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever, bridge_names, first_hits
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.store_config import make_store
 
 PASSAGES = {

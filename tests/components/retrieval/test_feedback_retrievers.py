@@ -26,7 +26,7 @@ from adaptive_retrieval.components.retrieval.feedback import (
 )
 from adaptive_retrieval.components.retrieval.sparse_feedback_retriever import SparseFeedbackRetriever
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
 from adaptive_retrieval.pipelines.store_config import make_store
 
 # A topic search where the relevant passages use words the query does not: "myocardial infarction" is what the

@@ -15,8 +15,8 @@ from adaptive_retrieval.components.indexing import EntityExtractor, GraphWriter
 from adaptive_retrieval.components.models import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval import DenseRetriever, GraphPPRRetriever
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from adaptive_retrieval.pipelines.store_config import make_store
 
 #: A chain: the whiskey's page names its distillery, the distillery's page its owner, the owner's page its city.

@@ -20,8 +20,8 @@ from adaptive_retrieval.components.retrieval import (
     GraphLocalRetriever,
     SparseRetriever,
 )
-from adaptive_retrieval.components.stores.edge_document_store import release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 from adaptive_retrieval.pipelines.store_config import make_store
 
 PASSAGES = {

@@ -97,7 +97,10 @@ class TestMMRSelectorWithAStore:
 
     @pytest.fixture
     def store(self, tmp_path):
-        from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
+        from adaptive_retrieval.components.stores.documents.edge_document_store import (
+            EdgeDocumentStore,
+            release_all_clients,
+        )
 
         rng = np.random.default_rng(3)
         vectors = rng.normal(size=(30, 8))

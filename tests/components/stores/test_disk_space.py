@@ -24,8 +24,8 @@ from adaptive_retrieval.components.stores.disk_space import (
     free_bytes,
     require_space,
 )
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore, release_all_clients
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 FULL = str(10**9)  # a margin of a petabyte: every disk is "full"
 

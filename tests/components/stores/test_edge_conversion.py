@@ -6,7 +6,7 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores.edge_conversion import (
+from adaptive_retrieval.components.stores.documents.edge_conversion import (
     DENSE_VECTORS_NAME,
     SPARSE_VECTORS_NAME,
     check_documents,
@@ -16,7 +16,7 @@ from adaptive_retrieval.components.stores.edge_conversion import (
     point_id,
     write_bytes,
 )
-from adaptive_retrieval.components.stores.edge_queries import dense_query, query_request, sparse_query
+from adaptive_retrieval.components.stores.documents.edge_queries import dense_query, query_request, sparse_query
 
 
 def test_point_ids_are_deterministic_uuids() -> None:

@@ -64,7 +64,7 @@ def test_point_layout_is_qdrant_haystacks() -> None:
     """The embedded store writes what qdrant-haystack writes to a server: same vector names, same point ids."""
     from haystack_integrations.document_stores.qdrant import converters
 
-    from adaptive_retrieval.components.stores import edge_conversion
+    from adaptive_retrieval.components.stores.documents import edge_conversion
 
     assert edge_conversion.DENSE_VECTORS_NAME == converters.DENSE_VECTORS_NAME
     assert edge_conversion.SPARSE_VECTORS_NAME == converters.SPARSE_VECTORS_NAME
@@ -79,7 +79,7 @@ def test_a_query_on_the_embedded_store_never_imports_qdrant_client(tmp_path) -> 
     code = (
         "import sys\n"
         "from haystack import Document\n"
-        "from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore\n"
+        "from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore\n"
         f"store = EdgeDocumentStore(path={str(tmp_path / 'q')!r}, embedding_dim=3)\n"
         "store.write_documents([Document(content='x', embedding=[1.0, 0.0, 0.0], meta={'level': 0})])\n"
         "store.filter_documents({'field': 'meta.level', 'operator': '==', 'value': 0})\n"

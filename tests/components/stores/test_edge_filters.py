@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from haystack.errors import FilterError
 
-from adaptive_retrieval.components.stores.edge_filters import convert_filters
+from adaptive_retrieval.components.stores.documents.edge_filters import convert_filters
 
 
 def test_no_filter_is_none() -> None:

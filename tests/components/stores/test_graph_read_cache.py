@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from adaptive_retrieval.components.stores.graph_read_cache import CAPACITY_ENV, GraphReadCache
-from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityMention
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.graph.graph_read_cache import CAPACITY_ENV, GraphReadCache
+from adaptive_retrieval.components.stores.graph.graph_store import ChunkEntities, EntityMention
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 
 class Fetches:
@@ -148,8 +148,8 @@ def test_a_write_by_another_process_is_seen_by_the_next_read(graph_file: Path) -
     assert store.neighbours(["paris"]) == {"paris": [("france", 1.0)]}
     writer = (
         "import sys\n"
-        "from adaptive_retrieval.components.stores.graph_store import ChunkEntities, EntityMention\n"
-        "from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore\n"
+        "from adaptive_retrieval.components.stores.graph.graph_store import ChunkEntities, EntityMention\n"
+        "from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore\n"
         "pairs = (('paris', 5.0), ('rome', 1.0))\n"
         "m = [EntityMention(key=k, name=k, kind='name', count=1, weight=w) for k, w in pairs]\n"
         "SQLiteGraphStore(path=sys.argv[1]).replace_chunks([ChunkEntities('c2', 'd2', 'd2', 'c2', tuple(m))])\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adaptive_retrieval.components.stores import Neo4jGraphStore
-from adaptive_retrieval.components.stores.graph_store import (
+from adaptive_retrieval.components.stores.graph.graph_store import (
     ChunkEntities,
     Community,
     EntityMention,
@@ -20,7 +20,7 @@ from adaptive_retrieval.components.stores.graph_store import (
     GraphStore,
     GraphStoreBase,
 )
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 NEO4J_URI = os.environ.get("NEO4J_URI")
 

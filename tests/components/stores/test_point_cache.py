@@ -12,9 +12,9 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, release_all_clients
-from adaptive_retrieval.components.stores.generation_cache import GenerationCache
-from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV, PointCache
+from adaptive_retrieval.components.stores.caches.generation_cache import GenerationCache
+from adaptive_retrieval.components.stores.caches.point_cache import CAPACITY_ENV, PointCache
+from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore, release_all_clients
 
 LEVEL0 = {"field": "meta.level", "operator": "==", "value": 0}
 

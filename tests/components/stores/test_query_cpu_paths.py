@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from adaptive_retrieval.components.stores.edge_checks import vector_problem
-from adaptive_retrieval.components.stores.edge_conversion import document_to_point, point_to_document
+from adaptive_retrieval.components.stores.documents.edge_checks import vector_problem
+from adaptive_retrieval.components.stores.documents.edge_conversion import document_to_point, point_to_document
 from adaptive_retrieval.components.text.keys import fold
 from adaptive_retrieval.components.text.terms import content_terms
 

@@ -14,8 +14,8 @@ from haystack import Document
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from adaptive_retrieval.components.stores.edge_document_store import IndexNotFoundError
-from adaptive_retrieval.components.stores.remote_document_store import (
+from adaptive_retrieval.components.stores.documents.edge_document_store import IndexNotFoundError
+from adaptive_retrieval.components.stores.documents.remote_document_store import (
     SOCKET_ENV,
     WAIT_ENV,
     RemoteDocumentStore,

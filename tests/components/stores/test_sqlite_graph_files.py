@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adaptive_retrieval.components.stores.sqlite_graph_store import (
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import (
     GraphNotWritableError,
     GraphStoreDamagedError,
     SQLiteGraphStore,
@@ -68,7 +68,7 @@ def test_a_read_only_graph_is_not_writable_rather_than_damaged(graph_file: Path,
 
 CLOSE_UNDER_A_READER = """
 import sys, threading, time
-from adaptive_retrieval.components.stores.sqlite_graph_store import SQLiteGraphStore, release_all_connections
+from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
 
 store = SQLiteGraphStore(path=sys.argv[1])
 store.chunk_count()

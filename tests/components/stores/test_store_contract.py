@@ -21,8 +21,8 @@ from haystack.document_stores.errors import DocumentStoreError
 from adaptive_retrieval.components.retrieval import DenseRetriever, SparseRetriever
 from adaptive_retrieval.components.retrieval.channel import channel_documents
 from adaptive_retrieval.components.stores import RemoteDocumentStore
-from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore, StoreFormatError
-from adaptive_retrieval.components.stores.vector_search import QdrantServerSearch, vector_search
+from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore, StoreFormatError
+from adaptive_retrieval.components.stores.documents.vector_search import QdrantServerSearch, vector_search
 from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 from adaptive_retrieval.pipelines.store_config import make_store
 
@@ -157,7 +157,7 @@ def test_another_process_gets_a_clear_lock_error_and_data_survives(tmp_path: Pat
     store = EdgeDocumentStore(path=str(tmp_path / "q"))
     store.write_documents([Document(id="1", content="kept", embedding=[0.1] * 384)])
     code = (
-        "from adaptive_retrieval.components.stores.edge_document_store import EdgeDocumentStore\n"
+        "from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore\n"
         f"EdgeDocumentStore(path={str(tmp_path / 'q')!r}).count_documents()\n"
     )
     done = subprocess.run(

@@ -13,7 +13,7 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components.stores import EdgeDocumentStore, RemoteDocumentStore
-from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, VectorCache
+from adaptive_retrieval.components.stores.caches.vector_cache import CAPACITY_ENV, VectorCache
 from adaptive_retrieval.pipelines.processes.store_host import StoreHost, serve_store
 
 LEVEL0 = {"field": "meta.level", "operator": "==", "value": 0}

@@ -3,11 +3,12 @@
 An Edge folder has one owner (Edge locks its write-ahead log). ``adaptive-retrieval serve --workers N`` starts one
 store host (:mod:`adaptive_retrieval.pipelines.processes.store_host`) that opens the shard, and N serving workers whose
 pipelines hold this store instead: each call (search, fetch, count, write, delete) goes to the host over a private
-Unix socket (:mod:`~adaptive_retrieval.components.stores.store_wire`) and runs there on the one open shard, so
+Unix socket (:mod:`~adaptive_retrieval.components.stores.documents.store_wire`) and runs there on the one open shard, so
 every worker sees every write as soon as the host has made it, and the host stays the only writer. Edge releases
 the GIL while it searches, so the host answers several workers at once.
 
-The store has the same contract as :class:`~adaptive_retrieval.components.stores.edge_document_store.EdgeDocumentStore`
+The store has the same contract as
+:class:`~adaptive_retrieval.components.stores.documents.edge_document_store.EdgeDocumentStore`
 (``tests/test_store_contract.py`` runs on both), and errors come back as the same exceptions (a damaged index is a
 ``StoreDamagedError`` here too). When the host cannot be reached (it is restarting), a call retries for
 ``$ADAPTIVE_STORE_HOST_WAIT_S`` seconds (default 30), then raises :class:`StoreHostUnavailableError`.
@@ -34,13 +35,16 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.document_stores.types import DuplicatePolicy
 
 from adaptive_retrieval.components import settings
-from adaptive_retrieval.components.stores.edge_document_store import DEFAULT_HNSW_EF, DEFAULT_OPTIMIZE_THRESHOLD
-from adaptive_retrieval.components.stores.edge_shards import check_store_settings
-from adaptive_retrieval.components.stores.locations import STORE_SOCKET_ENV, qdrant_folder
+from adaptive_retrieval.components.locations import STORE_SOCKET_ENV, qdrant_folder
+from adaptive_retrieval.components.stores.caches.vector_cache import CAPACITY_ENV, shared_vector_cache, vector_row
+from adaptive_retrieval.components.stores.documents.edge_document_store import (
+    DEFAULT_HNSW_EF,
+    DEFAULT_OPTIMIZE_THRESHOLD,
+)
+from adaptive_retrieval.components.stores.documents.edge_shards import check_store_settings
+from adaptive_retrieval.components.stores.documents.store_wire import recv_message, send_message
+from adaptive_retrieval.components.stores.documents.vector_search import check_query_dimension
 from adaptive_retrieval.components.stores.store_errors import StoreError
-from adaptive_retrieval.components.stores.store_wire import recv_message, send_message
-from adaptive_retrieval.components.stores.vector_cache import CAPACITY_ENV, shared_vector_cache, vector_row
-from adaptive_retrieval.components.stores.vector_search import check_query_dimension
 
 logger = logging.getLogger(__name__)
 

@@ -22,18 +22,18 @@ from typing import Any
 import qdrant_edge as qe
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.locations import INDEX_COMMAND, QDRANT_PATH_ENV
+from adaptive_retrieval.components.stores.caches.point_cache import CAPACITY_ENV as POINT_CACHE_ENV
+from adaptive_retrieval.components.stores.caches.point_cache import PointCache
 from adaptive_retrieval.components.stores.disk_space import open_need, require_space
-from adaptive_retrieval.components.stores.edge_checks import missing_segments
-from adaptive_retrieval.components.stores.edge_conversion import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
-from adaptive_retrieval.components.stores.edge_errors import (
+from adaptive_retrieval.components.stores.documents.edge_checks import missing_segments
+from adaptive_retrieval.components.stores.documents.edge_conversion import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
+from adaptive_retrieval.components.stores.documents.edge_errors import (
     IndexNotFoundError,
     StoreDamagedError,
     StoreFormatError,
     open_error,
 )
-from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, QDRANT_PATH_ENV
-from adaptive_retrieval.components.stores.point_cache import CAPACITY_ENV as POINT_CACHE_ENV
-from adaptive_retrieval.components.stores.point_cache import PointCache
 
 logger = logging.getLogger(__name__)
 

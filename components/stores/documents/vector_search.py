@@ -1,9 +1,9 @@
 """The one interface the retrieval channels use to search a vector store, embedded or server.
 
-:class:`~adaptive_retrieval.components.stores.edge_document_store.EdgeDocumentStore` implements :class:`VectorSearch`
-itself. A qdrant-haystack ``QdrantDocumentStore`` (a Qdrant server or cluster, ``url=``) is searched through the stock
-qdrant-haystack retrievers, its public API, by :class:`QdrantServerSearch`. :func:`vector_search` picks the one
-for a store, so a channel never calls a private method of either store.
+:class:`~adaptive_retrieval.components.stores.documents.edge_document_store.EdgeDocumentStore` implements
+:class:`VectorSearch` itself. A qdrant-haystack ``QdrantDocumentStore`` (a Qdrant server or cluster, ``url=``) is
+searched through the stock qdrant-haystack retrievers, its public API, by :class:`QdrantServerSearch`.
+:func:`vector_search` picks the one for a store, so a channel never calls a private method of either store.
 
 Usage::
 
@@ -22,7 +22,7 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
 from adaptive_retrieval.components.document_copy import with_fields
-from adaptive_retrieval.components.stores.vector_cache import vector_row
+from adaptive_retrieval.components.stores.caches.vector_cache import vector_row
 
 
 def check_query_dimension(query_embedding: Any, dimension: int, where: str) -> None:

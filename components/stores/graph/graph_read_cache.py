@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from adaptive_retrieval.components.stores.generation_cache import GenerationCache
+from adaptive_retrieval.components.stores.caches.generation_cache import GenerationCache
 
 #: Environment variable: keys kept per kind of read (0: every read asks SQLite).
 CAPACITY_ENV = "ADAPTIVE_GRAPH_READ_CACHE"

@@ -1,7 +1,7 @@
 """The read side of the SQLite graph store: the lookups graph retrieval makes (an entity's chunks, a chunk's
 entities, an entity's strongest neighbours, a subgraph), the communities, and the counts and checks ``stats``
-shows. A base of :class:`~adaptive_retrieval.components.stores.sqlite_graph_store.SQLiteGraphStore`, which holds the
-connection."""
+shows. A base of :class:`~adaptive_retrieval.components.stores.graph.sqlite_graph_store.SQLiteGraphStore`, which holds
+the connection."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptive_retrieval.components.stores.graph_store import Community, EntityInfo, Subgraph
-from adaptive_retrieval.components.stores.sqlite_schema import BATCH, batches, placeholders, storage_key
+from adaptive_retrieval.components.stores.graph.graph_store import Community, EntityInfo, Subgraph
+from adaptive_retrieval.components.stores.graph.sqlite_schema import BATCH, batches, placeholders, storage_key
 
 logger = logging.getLogger(__name__)
 
 
 class SQLiteGraphReads:
-    """The reads of :class:`~adaptive_retrieval.components.stores.sqlite_graph_store.SQLiteGraphStore` (its base):
+    """The reads of :class:`~adaptive_retrieval.components.stores.graph.sqlite_graph_store.SQLiteGraphStore` (its base):
     entities, their chunks and neighbours, subgraphs, communities, counts and checks, over the store's shared
     connection (``_read``, ``_read_in``, ``_per_key`` of the store)."""
 

@@ -14,22 +14,22 @@ import qdrant_edge as qe
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores.edge_checks import score_problem, vector_problem
-from adaptive_retrieval.components.stores.edge_conversion import (
+from adaptive_retrieval.components.stores.caches.point_cache import KeptPoint, PointCache
+from adaptive_retrieval.components.stores.caches.vector_cache import vector_row
+from adaptive_retrieval.components.stores.documents.edge_checks import score_problem, vector_problem
+from adaptive_retrieval.components.stores.documents.edge_conversion import (
     DENSE_VECTORS_NAME,
     SPARSE_VECTORS_NAME,
     point_id,
     point_to_document,
 )
-from adaptive_retrieval.components.stores.edge_errors import (
+from adaptive_retrieval.components.stores.documents.edge_errors import (
     vector_damage,
 )
-from adaptive_retrieval.components.stores.edge_queries import dense_query, query_request, sparse_query
-from adaptive_retrieval.components.stores.edge_shards import (
+from adaptive_retrieval.components.stores.documents.edge_queries import dense_query, query_request, sparse_query
+from adaptive_retrieval.components.stores.documents.edge_shards import (
     OpenShard,
 )
-from adaptive_retrieval.components.stores.point_cache import KeptPoint, PointCache
-from adaptive_retrieval.components.stores.vector_cache import vector_row
 
 logger = logging.getLogger(__name__)
 

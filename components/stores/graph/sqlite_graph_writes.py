@@ -10,8 +10,8 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from adaptive_retrieval.components.stores.graph_store import ENTITY_KINDS, ChunkEntities
-from adaptive_retrieval.components.stores.sqlite_schema import batches, placeholders
+from adaptive_retrieval.components.stores.graph.graph_store import ENTITY_KINDS, ChunkEntities
+from adaptive_retrieval.components.stores.graph.sqlite_schema import batches, placeholders
 
 
 def row_ids(conn: sqlite3.Connection, table: str, column: str, values: Sequence[str]) -> dict[str, int]:

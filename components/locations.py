@@ -11,7 +11,7 @@ Usage::
 
 Each index keeps its graph in its own folder (``/data/idx/qdrant/graph.sqlite``). Earlier versions kept it beside
 the folder (``/data/idx/graph.sqlite``), where two index folders side by side shared one graph;
-:mod:`~adaptive_retrieval.components.stores.graph_location` moves such a graph into the one folder it belongs to.
+:mod:`~adaptive_retrieval.components.stores.graph.graph_location` moves such a graph into the one folder it belongs to.
 """
 
 from __future__ import annotations

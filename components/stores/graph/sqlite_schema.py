@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.stores.graph_read_cache import GraphReadCache
-from adaptive_retrieval.components.stores.locations import INDEX_COMMAND, graph_file
+from adaptive_retrieval.components.locations import INDEX_COMMAND, graph_file
+from adaptive_retrieval.components.stores.graph.graph_read_cache import GraphReadCache
 from adaptive_retrieval.components.stores.store_errors import StoreError
 
 logger = logging.getLogger(__name__)

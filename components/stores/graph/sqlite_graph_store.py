@@ -29,20 +29,20 @@ import numpy as np
 from haystack import default_from_dict, default_to_dict
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.locations import GRAPH_PATH_ENV, INDEX_COMMAND, QDRANT_PATH_ENV
 from adaptive_retrieval.components.stores.disk_space import require_space
-from adaptive_retrieval.components.stores.graph_location import GraphLocationError, adopt_legacy_graph
-from adaptive_retrieval.components.stores.graph_read_cache import CAPACITY_ENV as READ_CACHE_ENV
-from adaptive_retrieval.components.stores.graph_read_cache import GraphReadCache
-from adaptive_retrieval.components.stores.graph_store import (
+from adaptive_retrieval.components.stores.graph.graph_location import GraphLocationError, adopt_legacy_graph
+from adaptive_retrieval.components.stores.graph.graph_read_cache import CAPACITY_ENV as READ_CACHE_ENV
+from adaptive_retrieval.components.stores.graph.graph_read_cache import GraphReadCache
+from adaptive_retrieval.components.stores.graph.graph_store import (
     ChunkEntities,
     Community,
     EntityMention,
     GraphStoreBase,
 )
-from adaptive_retrieval.components.stores.locations import GRAPH_PATH_ENV, INDEX_COMMAND, QDRANT_PATH_ENV
-from adaptive_retrieval.components.stores.sqlite_graph_reads import SQLiteGraphReads
-from adaptive_retrieval.components.stores.sqlite_graph_writes import replace_rows
-from adaptive_retrieval.components.stores.sqlite_schema import (
+from adaptive_retrieval.components.stores.graph.sqlite_graph_reads import SQLiteGraphReads
+from adaptive_retrieval.components.stores.graph.sqlite_graph_writes import replace_rows
+from adaptive_retrieval.components.stores.graph.sqlite_schema import (
     REGISTRY,
     REGISTRY_LOCK,
     GraphNotFoundError,
@@ -73,7 +73,8 @@ __all__ = [
 
 
 class SQLiteGraphStore(SQLiteGraphReads, GraphStoreBase):
-    """The :class:`~adaptive_retrieval.components.stores.graph_store.GraphStore` in a SQLite file (or ``":memory:"``).
+    """The :class:`~adaptive_retrieval.components.stores.graph.graph_store.GraphStore` in a SQLite file (or
+    ``":memory:"``).
 
     :param path: database file (its folder is created) or ``":memory:"`` (shared within the process); ``None`` (what
         the shipped YAML holds) reads ``$ADAPTIVE_GRAPH_PATH`` when the store first opens, else ``graph.sqlite``
@@ -199,7 +200,7 @@ class SQLiteGraphStore(SQLiteGraphReads, GraphStoreBase):
 
     def _per_key(self, kind: str, keys: Iterable[str], fetch: Callable[[list[str]], dict], extra: tuple = ()) -> dict:
         """``fetch`` over the distinct ``keys`` in sorted order (the order SQL returns them in), through the
-        process's read cache when it has one (:mod:`~adaptive_retrieval.components.stores.graph_read_cache`)."""
+        process's read cache when it has one (:mod:`~adaptive_retrieval.components.stores.graph.graph_read_cache`)."""
         ordered = sorted(set(keys))
         if not ordered:
             return {}

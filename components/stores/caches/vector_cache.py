@@ -1,7 +1,7 @@
 """Dense vectors a serving worker keeps from its store host, so that a search's answer need not carry them again.
 
-A search through :class:`~adaptive_retrieval.components.stores.remote_document_store.RemoteDocumentStore` asks the
-host for the documents without vectors, fills in the vectors this cache holds, and fetches only the missing ones
+A search through :class:`~adaptive_retrieval.components.stores.documents.remote_document_store.RemoteDocumentStore` asks
+the host for the documents without vectors, fills in the vectors this cache holds, and fetches only the missing ones
 (one more call). Unpickling 384 floats per document was most of a worker's cost of a store call, and the host no
 longer converts and pickles the vectors of every hit.
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptive_retrieval.components.stores.generation_cache import GenerationCache
+from adaptive_retrieval.components.stores.caches.generation_cache import GenerationCache
 
 #: Environment variable: how many vectors a serving worker keeps (0: none, every answer carries its vectors).
 CAPACITY_ENV = "ADAPTIVE_STORE_VECTOR_CACHE"

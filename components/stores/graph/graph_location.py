@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from adaptive_retrieval.components.stores.locations import GRAPH_FILE, legacy_graph_file
+from adaptive_retrieval.components.locations import GRAPH_FILE, legacy_graph_file
 from adaptive_retrieval.components.stores.store_errors import StoreError
 
 logger = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from haystack.lazy_imports import LazyImport
 from haystack.utils import Secret, deserialize_secrets_inplace
 
 from adaptive_retrieval.components.extras import install_hint
-from adaptive_retrieval.components.stores.graph_store import (
+from adaptive_retrieval.components.stores.graph.graph_store import (
     ENTITY_KINDS,
     ChunkEntities,
     Community,
@@ -48,8 +48,8 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Neo4jGraphStore(GraphStoreBase):
-    """The :class:`~adaptive_retrieval.components.stores.graph_store.GraphStore` on Neo4j (5.x), through the official
-    driver.
+    """The :class:`~adaptive_retrieval.components.stores.graph.graph_store.GraphStore` on Neo4j (5.x), through the
+    official driver.
 
     :param url: Bolt or Neo4j URI, e.g. ``bolt://localhost:7687`` or ``neo4j+s://…`` for a cluster.
     :param username: Secret holding the user name (default: ``$NEO4J_USERNAME``; unset means no auth).

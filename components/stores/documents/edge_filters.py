@@ -11,7 +11,7 @@ writes), so a Haystack field name is also the payload key: ``meta.year``, ``cont
 
 Usage::
 
-    from adaptive_retrieval.components.stores.edge_filters import convert_filters
+    from adaptive_retrieval.components.stores.documents.edge_filters import convert_filters
 
     edge_filter = convert_filters({"field": "meta.level", "operator": "==", "value": 0})
 """

@@ -34,8 +34,8 @@ from typing import NamedTuple
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.stores.generation_cache import GenerationCache
-from adaptive_retrieval.components.stores.vector_cache import float32_row
+from adaptive_retrieval.components.stores.caches.generation_cache import GenerationCache
+from adaptive_retrieval.components.stores.caches.vector_cache import float32_row
 
 #: Environment variable: how many documents an embedded store keeps in its process (0: every search reads them).
 CAPACITY_ENV = "ADAPTIVE_STORE_POINT_CACHE"

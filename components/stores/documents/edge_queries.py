@@ -14,9 +14,9 @@ from typing import Any
 import qdrant_edge as qe
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores.edge_conversion import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
-from adaptive_retrieval.components.stores.edge_filters import convert_filters
-from adaptive_retrieval.components.stores.vector_search import check_query_dimension
+from adaptive_retrieval.components.stores.documents.edge_conversion import DENSE_VECTORS_NAME, SPARSE_VECTORS_NAME
+from adaptive_retrieval.components.stores.documents.edge_filters import convert_filters
+from adaptive_retrieval.components.stores.documents.vector_search import check_query_dimension
 
 #: Points per page when the store scrolls through a filter's matches.
 SCROLL_PAGE = 1024

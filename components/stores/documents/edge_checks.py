@@ -7,7 +7,7 @@ search returns; ``adaptive-retrieval stats --verify`` checks everything (every v
 
 Usage::
 
-    from adaptive_retrieval.components.stores.edge_checks import ledger_problem, vector_problem
+    from adaptive_retrieval.components.stores.documents.edge_checks import ledger_problem, vector_problem
 
     ledger_problem(store)                       # None, or "the index holds 12 chunks and summaries where ..."
     vector_problem(documents, normalised=True)  # None, or "document 3f2a… has a vector with non-finite values"

@@ -32,9 +32,10 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
+from adaptive_retrieval.components.locations import qdrant_folder
 from adaptive_retrieval.components.stores.disk_space import occupied_bytes, require_space
-from adaptive_retrieval.components.stores.edge_checks import ledger_problem
-from adaptive_retrieval.components.stores.edge_conversion import (
+from adaptive_retrieval.components.stores.documents.edge_checks import ledger_problem
+from adaptive_retrieval.components.stores.documents.edge_conversion import (
     check_documents,
     document_to_point,
     first_per_id,
@@ -43,7 +44,7 @@ from adaptive_retrieval.components.stores.edge_conversion import (
     point_to_document,
     write_bytes,
 )
-from adaptive_retrieval.components.stores.edge_errors import (
+from adaptive_retrieval.components.stores.documents.edge_errors import (
     IndexNotFoundError,
     StoreDamagedError,
     StoreFormatError,
@@ -52,10 +53,10 @@ from adaptive_retrieval.components.stores.edge_errors import (
     read_failure,
     settings_mismatch,
 )
-from adaptive_retrieval.components.stores.edge_filters import convert_filters
-from adaptive_retrieval.components.stores.edge_queries import scroll_request
-from adaptive_retrieval.components.stores.edge_searches import EdgeSearches
-from adaptive_retrieval.components.stores.edge_shards import (
+from adaptive_retrieval.components.stores.documents.edge_filters import convert_filters
+from adaptive_retrieval.components.stores.documents.edge_queries import scroll_request
+from adaptive_retrieval.components.stores.documents.edge_searches import EdgeSearches
+from adaptive_retrieval.components.stores.documents.edge_shards import (
     DEFAULT_PAYLOAD_INDEXES,
     OPEN_LOCK,
     OPEN_SHARDS,
@@ -66,7 +67,6 @@ from adaptive_retrieval.components.stores.edge_shards import (
     open_shard,
     release_all_clients,
 )
-from adaptive_retrieval.components.stores.locations import qdrant_folder
 
 logger = logging.getLogger(__name__)
 
