@@ -236,6 +236,22 @@ def branch_point_answerability(rev: str | None, root: Path) -> Any:
 SIGNALS_VERSION = "1"
 
 
+def main_signals(domain: Any, old: Any, gate: Any, before: dict[str, Any], args: Any) -> Any:
+    """``domain`` with the ``asked`` signal of ``old`` (another commit's answerability module), cached."""
+    from evaluation.gate_lodo import with_asked
+
+    cache = Path(args.root) / "dumps" / f"{domain.name}-before-{old.commit[:10]}-{SIGNALS_VERSION}.pkl"
+    key = (dump_path(Path(args.root), load_set(Path(args.data), domain.name), args.pseudo).name, old.commit)
+    cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
+    if cached is not None and cached[0] == key:
+        return type(domain)(domain.name, cached[1], domain.records, cached[2])
+    start = time.perf_counter()
+    signals = with_asked(domain, old.asked_coverage, old.unmatched, gate.word_vectors, before["asked_floor"])
+    cache.write_bytes(pickle.dumps((key, signals.x, signals.pseudo)))
+    print(f"[{domain.name}] main's asked signal in {time.perf_counter() - start:.0f} s", flush=True)
+    return signals
+
+
 def write_prior(theta: float, names: list[str], rows: list[dict[str, Any]]) -> None:
     """The asked threshold and its provenance into the shipped prior (the evidence model is kept)."""
     import datetime
@@ -277,7 +293,7 @@ def main() -> None:
     parser.add_argument(
         "--before",
         default=None,
-        help="the commit whose asked check the 'main' rows use (default: merge-base with main)",
+        help="the commit whose asked check the 'main' rows use (default: merge-base with main; 'none': no such rows)",
     )
     parser.add_argument("--json", default=None)
     parser.add_argument(
@@ -297,14 +313,16 @@ def main() -> None:
     }
     if args.collect_only:
         return
+    from adaptive_retrieval.components.gating.answerability import asked_coverage
     from adaptive_retrieval.components.gating.calibration import load_prior
     from adaptive_retrieval.components.gating.quality_gate import QualityGate
     from evaluation.gate_lodo import (
+        calibrated,
         choose_asked_threshold,
+        choose_strict_rule,
         domain_signals,
         lodo_rows,
         print_table,
-        with_asked,
     )
 
     # Signals with soft matches wherever the stems fall short (asked_threshold 1.0): the same decisions at any
@@ -329,31 +347,24 @@ def main() -> None:
             domain.records.setdefault(record.kind, []).append(record)
         domains.append(domain)
     prior = load_prior()
-    # main's gate at the branch point: the same evidence model, the asked check at 0.55 (set on the law set) and
-    # its own asked signal (answerability.py of that commit), self-calibrated by its rules.
-    before = {**prior, "asked_threshold": 0.55, "asked_floor": 0.6}
-    old = branch_point_answerability(args.before, Path(args.root))
-    before_domains = []
-    for domain in domains:
-        cache = Path(args.root) / "dumps" / f"{domain.name}-before-{old.commit[:10]}-{SIGNALS_VERSION}.pkl"
-        key = (dump_path(Path(args.root), load_set(Path(args.data), domain.name), args.pseudo).name, old.commit)
-        cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
-        if cached is None or cached[0] != key:
-            start = time.perf_counter()
-            signals = with_asked(domain, old.asked_coverage, old.unmatched, gate.word_vectors, before["asked_floor"])
-            cache.write_bytes(pickle.dumps((key, signals.x, signals.pseudo)))
-            print(f"[{domain.name}] main's asked signal in {time.perf_counter() - start:.0f} s", flush=True)
-        else:
-            signals = type(domain)(domain.name, cached[1], domain.records, cached[2])
-        before_domains.append(signals)
-    rows = lodo_rows(domains, prior, gate.word_vectors, before, before_domains, old.asked_coverage)
-    print(
-        f"\nmain = {old.commit[:10]} (its asked check); now = this checkout, asked threshold {prior['asked_threshold']}"
+    before, before_domains, old = None, None, None
+    if args.before != "none":
+        # main's gate at ``--before``: the same evidence model, the asked check at 0.55 (set on the law set) and
+        # its own asked signal (answerability.py of that commit), self-calibrated by its rules.
+        before = {**prior, "asked_threshold": 0.55, "asked_floor": 0.6}
+        old = branch_point_answerability(args.before, Path(args.root))
+        before_domains = [main_signals(domain, old, gate, before, args) for domain in domains]
+    rows = lodo_rows(
+        domains, prior, gate.word_vectors, before, before_domains, old.asked_coverage if old else asked_coverage
     )
+    main_rows = f"main = {old.commit[:10]} (its asked check); " if old else ""
+    print(f"\n{main_rows}now = this checkout, asked threshold {prior['asked_threshold']}")
     print()
     print_table(rows)
     theta = choose_asked_threshold(domains, prior)
     print(f"\nasked threshold chosen on every domain (keeps >= 90 % of each one's answerable passes): {theta:.2f}")
+    rule = choose_strict_rule([calibrated(d, prior, gate.word_vectors) for d in domains], prior)
+    print(f"strict rule chosen on every domain (AUROC bound, cap; None: never stricter): {rule}")
     if args.write_prior:
         write_prior(theta, [d.name for d in domains], rows)
     if args.json:
