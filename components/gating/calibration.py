@@ -98,6 +98,7 @@ def fit_asked_threshold(
     min_rejection: float = 0.0,
     strict_auroc: float | None = None,
     strict_cap: float = 1.0,
+    strict_keeps_check: bool = False,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The ``asked_threshold`` for one index from its pseudo-queries' ``asked`` signal: ``pairs`` has one row per
     named pseudo-query, (present, absent attribute).
@@ -117,7 +118,8 @@ def fit_asked_threshold(
     With ``strict_auroc`` set, an index whose pairs separate well (the signal's AUROC on them ``>= strict_auroc``)
     takes their Youden cut even above the prior's, at most ``strict_cap``: there its absent attributes fall
     clearly short of what its own sentences hold, so a cut between the two is the index's own evidence rather
-    than a paraphrase artefact (``None``: never stricter than the prior).
+    than a paraphrase artefact (``None``: never stricter than the prior). With ``strict_keeps_check`` such an index
+    also keeps the check on however few absent attributes it holds back.
 
     Returns ``{"asked_threshold": …}`` and the report (the signal's AUROC on the pairs, their Youden cut, the
     pass rates of both kinds at the chosen threshold, their quartiles, whether the check is on).
@@ -132,7 +134,7 @@ def fit_asked_threshold(
     strict = strict_auroc is not None and separation >= strict_auroc
     cut = min(max(prior_threshold, strict_cap), youden) if strict else min(prior_threshold, youden)
     rejection = float((pairs[:, 1] < cut).mean())
-    check = rejection >= min_rejection
+    check = rejection >= min_rejection or (strict and strict_keeps_check)
     state = "on" if check else f"off (holds back {rejection:.0%} of absent attributes < {min_rejection:.0%})"
     if check and strict:
         state = f"on (pairs separate: AUROC {separation:.2f} >= {strict_auroc:.2f}, their cut up to {strict_cap:.2f})"

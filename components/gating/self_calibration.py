@@ -100,6 +100,7 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
         min_rejection,
         strict_auroc=None if strict_auroc is None else float(strict_auroc),
         strict_cap=float(prior.get("asked_strict_cap", shipped.get("asked_strict_cap", 1.0))),
+        strict_keeps_check=bool(prior.get("asked_strict_keeps_check", shipped.get("asked_strict_keeps_check", False))),
     )
     kinds: dict[str, int] = defaultdict(int)
     for q in samples["queries"]:

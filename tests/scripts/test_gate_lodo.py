@@ -71,7 +71,7 @@ class TestStrictRule:
         prior = load_prior()
         a = _calibrated(_domain("a", [1.0] * 10, absent=[0.8] * 10), self.PAIRS)
         b = _calibrated(_domain("b", [1.0] * 9 + [0.8], absent=[0.8] * 10), self.PAIRS)
-        assert rule_score(a, prior, (None, 1.0))["absent"]["pass"] == 1.0  # shipped: off, every absent fact passes
+        assert rule_score(a, prior, (None, 1.0, False))["absent"]["pass"] == 1.0  # shipped: off
         rule = choose_strict_rule([a, b], prior)
         assert rule[0] is not None and rule[1] > 0.8  # the first rule of the grid above the absent attributes
         held = rule_score(a, prior, rule)
@@ -81,4 +81,4 @@ class TestStrictRule:
         prior = load_prior()
         a = _calibrated(_domain("a", [1.0] * 10, absent=[0.8] * 10), self.PAIRS)
         costly = _calibrated(_domain("costly", [1.0] * 7 + [0.8] * 3, absent=[0.8] * 10), self.PAIRS)
-        assert choose_strict_rule([a, costly], prior) == (None, 1.0)  # 70 % < 80 %: the shipped rule stays
+        assert choose_strict_rule([a, costly], prior) == (None, 1.0, False)  # 70 % < 80 %: the shipped rule stays

@@ -225,12 +225,18 @@ def calibrated(domain: DomainSignals, prior: dict[str, Any], vectors: Any) -> Ca
     return Calibrated(domain, model, x, np.asarray(pairs, dtype=np.float64).reshape(-1, 2))
 
 
-#: A strictness rule for the per-index asked threshold: (AUROC bound of the index's pairs, cap of their cut);
-#: ``(None, 1.0)`` is the shipped rule (never stricter than the prior). The candidates tried leave-one-domain-out.
-StrictRule = tuple[float | None, float]
+#: A strictness rule for the per-index asked threshold: (AUROC bound of the index's pairs, cap of their cut,
+#: whether such an index keeps the check on however few absent attributes it holds back); ``(None, 1.0, False)``
+#: is the shipped rule (never stricter than the prior). The candidates tried leave-one-domain-out.
+StrictRule = tuple[float | None, float, bool]
 STRICT_GRID: tuple[StrictRule, ...] = (
-    (None, 1.0),
-    *((bound, cap) for bound in (0.8, 0.85, 0.9, 0.95) for cap in (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)),
+    (None, 1.0, False),
+    *(
+        (bound, cap, keep)
+        for keep in (False, True)
+        for bound in (0.8, 0.85, 0.9, 0.95)
+        for cap in (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
+    ),
 )
 #: No domain's answerable pass rate may fall below this (nor below the shipped rule's, where that is lower).
 PASS_FLOOR = 0.8
@@ -240,9 +246,14 @@ def rule_threshold(cal: Calibrated, prior: dict[str, Any], rule: StrictRule) -> 
     """The asked threshold a self-calibration under ``rule`` gives ``cal``'s index."""
     from adaptive_retrieval.components.gating.calibration import fit_asked_threshold
 
-    bound, cap = rule
+    bound, cap, keep = rule
     model, _ = fit_asked_threshold(
-        cal.pairs, prior["asked_threshold"], float(prior["asked_min_rejection"]), strict_auroc=bound, strict_cap=cap
+        cal.pairs,
+        prior["asked_threshold"],
+        float(prior["asked_min_rejection"]),
+        strict_auroc=bound,
+        strict_cap=cap,
+        strict_keeps_check=keep,
     )
     return float(model["asked_threshold"])
 
@@ -373,8 +384,9 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
                 file=out,
             )
         if "strict_rule" in row:
-            bound, cap = row["strict_rule"]
+            bound, cap, keep = row["strict_rule"]
             chosen = "never stricter" if bound is None else f"AUROC >= {bound:.2f} -> the pairs' cut up to {cap:.2f}"
+            chosen += ", kept on" if keep else ""
             print(f"{'':<20} strict rule chosen without {row['domain']}: {chosen}", file=out)
     for model, label in models:
         absent = [r[model]["absent"]["auroc"] for r in rows if "absent" in r[model]]

@@ -125,6 +125,10 @@ def test_pairs_that_separate_well_make_the_check_stricter_than_the_prior() -> No
     assert report["asked_pass_absent"] == 0.0 and report["asked_pass_present"] == 0.9
     capped, _ = fit_asked_threshold(pairs, 0.55, min_rejection=0.3, strict_auroc=0.9, strict_cap=0.8)
     assert capped == {"asked_threshold": 0.8}  # the cap bounds how strict it gets
+    low, _ = fit_asked_threshold(pairs, 0.55, min_rejection=0.3, strict_auroc=0.9, strict_cap=0.7)
+    assert low == {"asked_threshold": 0.0}  # holds back none of them at 0.7: off, as before
+    kept, _ = fit_asked_threshold(pairs, 0.55, 0.3, strict_auroc=0.9, strict_cap=0.7, strict_keeps_check=True)
+    assert kept == {"asked_threshold": 0.7}
 
 
 def test_pairs_that_do_not_separate_leave_the_prior() -> None:
