@@ -236,6 +236,27 @@ def branch_point_answerability(rev: str | None, root: Path) -> Any:
 SIGNALS_VERSION = "1"
 
 
+def domain_of(name: str, dump: dict[str, Any], gate: Any, args: Any) -> Any:
+    """The gate's signals of one dump (:func:`evaluation.gate_lodo.domain_signals`, cached) with its records."""
+    from evaluation.gate_lodo import domain_signals
+
+    cache = Path(args.root) / "dumps" / f"{name}-signals-{SIGNALS_VERSION}.pkl"
+    key = (dump_path(Path(args.root), load_set(Path(args.data), name), args.pseudo).name, SIGNALS_VERSION)
+    cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
+    if cached is None or cached[0] != key:
+        start = time.perf_counter()
+        domain = domain_signals(dump, gate, progress=lambda m: print(f"  signals {m}", flush=True))
+        domain.records = {}  # the records stay in the dump; the cache keeps the signals
+        cache.write_bytes(pickle.dumps((key, domain)))
+        print(f"[{name}] signals in {time.perf_counter() - start:.0f} s", flush=True)
+    else:
+        domain = cached[1]
+    domain.records = {}
+    for record in dump["records"]:
+        domain.records.setdefault(record.kind, []).append(record)
+    return domain
+
+
 def main_signals(domain: Any, old: Any, gate: Any, before: dict[str, Any], args: Any) -> Any:
     """``domain`` with the ``asked`` signal of ``old`` (another commit's answerability module), cached."""
     from evaluation.gate_lodo import with_asked
@@ -283,7 +304,7 @@ def write_prior(theta: float, names: list[str], rows: list[dict[str, Any]]) -> N
     print(f"wrote {PRIOR_FILE}")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--sets", default=",".join(SETS))
@@ -297,11 +318,22 @@ def main() -> None:
     )
     parser.add_argument("--json", default=None)
     parser.add_argument(
+        "--score-rule",
+        action="append",
+        default=[],
+        metavar="BOUND,CAP,KEEP",
+        help="also score this strictness rule, fixed, on every domain (e.g. 0.8,0.7,true); repeatable",
+    )
+    parser.add_argument(
         "--write-prior",
         action="store_true",
         help="write the asked threshold chosen on every domain into components/gating/data/gate_prior.json",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from adaptive_retrieval.components.gating.word_vectors import WordVectors
 
@@ -320,8 +352,8 @@ def main() -> None:
         calibrated,
         choose_asked_threshold,
         choose_strict_rule,
-        domain_signals,
         lodo_rows,
+        print_fixed_rule,
         print_table,
     )
 
@@ -329,23 +361,7 @@ def main() -> None:
     # threshold the folds try, since the check only reads values under its threshold.
     gate = QualityGate(asked_threshold=1.0)
     gate.warm_up()
-    domains = []
-    for name, dump in dumps.items():
-        cache = Path(args.root) / "dumps" / f"{name}-signals-{SIGNALS_VERSION}.pkl"
-        key = (dump_path(Path(args.root), load_set(Path(args.data), name), args.pseudo).name, SIGNALS_VERSION)
-        cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
-        if cached is None or cached[0] != key:
-            start = time.perf_counter()
-            domain = domain_signals(dump, gate, progress=lambda m: print(f"  signals {m}", flush=True))
-            domain.records = {}  # the records stay in the dump; the cache keeps the signals
-            cache.write_bytes(pickle.dumps((key, domain)))
-            print(f"[{name}] signals in {time.perf_counter() - start:.0f} s", flush=True)
-        else:
-            domain = cached[1]
-        domain.records = {}
-        for record in dump["records"]:
-            domain.records.setdefault(record.kind, []).append(record)
-        domains.append(domain)
+    domains = [domain_of(name, dump, gate, args) for name, dump in dumps.items()]
     prior = load_prior()
     before, before_domains, old = None, None, None
     if args.before != "none":
@@ -363,8 +379,12 @@ def main() -> None:
     print_table(rows)
     theta = choose_asked_threshold(domains, prior)
     print(f"\nasked threshold chosen on every domain (keeps >= 90 % of each one's answerable passes): {theta:.2f}")
-    rule = choose_strict_rule([calibrated(d, prior, gate.word_vectors) for d in domains], prior)
-    print(f"strict rule chosen on every domain (AUROC bound, cap; None: never stricter): {rule}")
+    cals = [calibrated(d, prior, gate.word_vectors) for d in domains]
+    rule = choose_strict_rule(cals, prior)
+    print(f"strict rule chosen on every domain (AUROC bound, cap, kept on; None: never stricter): {rule}")
+    for text in args.score_rule:
+        bound, cap, keep = text.split(",")
+        print_fixed_rule(cals, prior, (float(bound), float(cap), keep.lower() in ("1", "true", "yes")))
     if args.write_prior:
         write_prior(theta, [d.name for d in domains], rows)
     if args.json:

@@ -401,5 +401,23 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
         )
 
 
+def print_fixed_rule(cals: list[Calibrated], prior: dict[str, Any], rule: StrictRule, out: Any = None) -> None:
+    """``rule`` scored as it stands (not chosen leave-one-out) on every domain: its asked threshold there, the
+    answerable pass rate, absent-fact AUROC and pass rate, missing-evidence AUROC and pass rate."""
+    import sys
+
+    out = out or sys.stdout
+    head = "asked threshold; pass answerable; absent fact, missing evidence: AUROC, pass"
+    print(f"\nrule {rule} on every domain ({head})", file=out)
+    for cal in cals:
+        r = rule_score(cal, prior, rule)
+        absent = f"{r['absent']['auroc']:.3f} {r['absent']['pass']:>4.0%}" if "absent" in r else f"{'—':^10}"
+        print(
+            f"  {cal.domain.name:<18} {r['asked_threshold']:.2f}  {r['pass_answerable']:>4.0%}  {absent}  "
+            f"{r['missing']['auroc']:.3f} {r['missing']['pass']:>4.0%}",
+            file=out,
+        )
+
+
 def finite(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(value, 4)
