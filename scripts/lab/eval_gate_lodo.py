@@ -19,10 +19,12 @@ python scripts/lab/eval_gate_lodo.py --data ../shared/data [--sets dragonball_la
    threshold below is computed offline.
 2. **Leave one domain out**: for each held-out set, the asked check's threshold is chosen on the other sets only
    (:func:`evaluation.gate_lodo.choose_asked_threshold`) and the held-out set is scored: AUROC and pass rates
-   (answerable / unanswerable) for absent facts and for missing evidence. Rows per set: *main* (the branch point's
-   asked check, ``--before``, at 0.55; uncalibrated, and self-calibrated by main's rules, which relaxed the check
-   or turned it off), *now* (this checkout's gate with the shipped threshold; uncalibrated and self-calibrated),
-   and *LODO θ* (self-calibrated at the threshold chosen without the set).
+   (answerable / unanswerable) for absent facts and for missing evidence. Rows per set: *main* (another commit's
+   asked check, ``--before``, at 0.55, self-calibrated by the old rule; ``--before none`` leaves them out), *now*
+   (this checkout's gate: the prior, and self-calibrated by the shipped per-index rule), *LODO θ* (self-calibrated
+   at the prior's threshold chosen without the set) and *strict rule* (self-calibrated by the strictness rule,
+   :data:`evaluation.gate_lodo.STRICT_GRID`, chosen without the set: :func:`evaluation.gate_lodo.choose_strict_rule`,
+   every other set's answerable pass >= 80 %). ``--score-rule B,C,K`` scores one such rule as it stands on every set.
 
 The ad-hoc sets (TIME, MEDLINE, ADI) have no titles to build absent-fact twins from: missing evidence only there.
 CACM is not in the default sets (its loader rejects records without text) nor LISA (6,000 abstracts: an hour of
