@@ -89,8 +89,8 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     cv = _cross_validate(x, y, group, l2, prior_w, prior_quality, prior["pass_threshold"])
     # Measured leave-one-domain-out (scripts/lab/eval_gate_lodo.py), keeping the prior's threshold on every index
     # gained no absent-fact AUROC and cost answerable passes on ad-hoc collections (ADI 80 -> 49 %): the index's
-    # own pairs still relax the check, or turn it off, as before; where they separate well (the prior's
-    # asked_strict_auroc, absent: never) they may also make it stricter, up to asked_strict_cap.
+    # own pairs still relax the check, or turn it off, as before. A prior with asked_strict_auroc lets pairs that
+    # separate make it stricter (up to asked_strict_cap); the shipped one has none: that did not transfer either.
     shipped = load_prior()
     min_rejection = float(prior.get("asked_min_rejection", shipped["asked_min_rejection"]))
     strict_auroc = prior.get("asked_strict_auroc", shipped.get("asked_strict_auroc"))
