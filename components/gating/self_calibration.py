@@ -89,9 +89,19 @@ def fit_calibration(samples: dict[str, Any], prior: dict[str, Any], l2: float = 
     cv = _cross_validate(x, y, group, l2, prior_w, prior_quality, prior["pass_threshold"])
     # Measured leave-one-domain-out (scripts/lab/eval_gate_lodo.py), keeping the prior's threshold on every index
     # gained no absent-fact AUROC and cost answerable passes on ad-hoc collections (ADI 80 -> 49 %): the index's
-    # own pairs still relax the check, or turn it off, as before.
-    min_rejection = float(prior.get("asked_min_rejection", load_prior()["asked_min_rejection"]))
-    asked, asked_report = fit_asked_threshold(samples["asked"], prior.get("asked_threshold") or 0.0, min_rejection)
+    # own pairs still relax the check, or turn it off, as before. A prior with asked_strict_auroc lets pairs that
+    # separate make it stricter (up to asked_strict_cap); the shipped one has none: that did not transfer either.
+    shipped = load_prior()
+    min_rejection = float(prior.get("asked_min_rejection", shipped["asked_min_rejection"]))
+    strict_auroc = prior.get("asked_strict_auroc", shipped.get("asked_strict_auroc"))
+    asked, asked_report = fit_asked_threshold(
+        samples["asked"],
+        prior.get("asked_threshold") or 0.0,
+        min_rejection,
+        strict_auroc=None if strict_auroc is None else float(strict_auroc),
+        strict_cap=float(prior.get("asked_strict_cap", shipped.get("asked_strict_cap", 1.0))),
+        strict_keeps_check=bool(prior.get("asked_strict_keeps_check", shipped.get("asked_strict_keeps_check", False))),
+    )
     kinds: dict[str, int] = defaultdict(int)
     for q in samples["queries"]:
         kinds[q.kind] += 1

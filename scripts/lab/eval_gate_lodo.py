@@ -19,10 +19,12 @@ python scripts/lab/eval_gate_lodo.py --data ../shared/data [--sets dragonball_la
    threshold below is computed offline.
 2. **Leave one domain out**: for each held-out set, the asked check's threshold is chosen on the other sets only
    (:func:`evaluation.gate_lodo.choose_asked_threshold`) and the held-out set is scored: AUROC and pass rates
-   (answerable / unanswerable) for absent facts and for missing evidence. Rows per set: *main* (the branch point's
-   asked check, ``--before``, at 0.55; uncalibrated, and self-calibrated by main's rules, which relaxed the check
-   or turned it off), *now* (this checkout's gate with the shipped threshold; uncalibrated and self-calibrated),
-   and *LODO θ* (self-calibrated at the threshold chosen without the set).
+   (answerable / unanswerable) for absent facts and for missing evidence. Rows per set: *main* (another commit's
+   asked check, ``--before``, at 0.55, self-calibrated by the old rule; ``--before none`` leaves them out), *now*
+   (this checkout's gate: the prior, and self-calibrated by the shipped per-index rule), *LODO θ* (self-calibrated
+   at the prior's threshold chosen without the set) and *strict rule* (self-calibrated by the strictness rule,
+   :data:`evaluation.gate_lodo.STRICT_GRID`, chosen without the set: :func:`evaluation.gate_lodo.choose_strict_rule`,
+   every other set's answerable pass >= 80 %). ``--score-rule B,C,K`` scores one such rule as it stands on every set.
 
 The ad-hoc sets (TIME, MEDLINE, ADI) have no titles to build absent-fact twins from: missing evidence only there.
 CACM is not in the default sets (its loader rejects records without text) nor LISA (6,000 abstracts: an hour of
@@ -236,6 +238,43 @@ def branch_point_answerability(rev: str | None, root: Path) -> Any:
 SIGNALS_VERSION = "1"
 
 
+def domain_of(name: str, dump: dict[str, Any], gate: Any, args: Any) -> Any:
+    """The gate's signals of one dump (:func:`evaluation.gate_lodo.domain_signals`, cached) with its records."""
+    from evaluation.gate_lodo import domain_signals
+
+    cache = Path(args.root) / "dumps" / f"{name}-signals-{SIGNALS_VERSION}.pkl"
+    key = (dump_path(Path(args.root), load_set(Path(args.data), name), args.pseudo).name, SIGNALS_VERSION)
+    cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
+    if cached is None or cached[0] != key:
+        start = time.perf_counter()
+        domain = domain_signals(dump, gate, progress=lambda m: print(f"  signals {m}", flush=True))
+        domain.records = {}  # the records stay in the dump; the cache keeps the signals
+        cache.write_bytes(pickle.dumps((key, domain)))
+        print(f"[{name}] signals in {time.perf_counter() - start:.0f} s", flush=True)
+    else:
+        domain = cached[1]
+    domain.records = {}
+    for record in dump["records"]:
+        domain.records.setdefault(record.kind, []).append(record)
+    return domain
+
+
+def main_signals(domain: Any, old: Any, gate: Any, before: dict[str, Any], args: Any) -> Any:
+    """``domain`` with the ``asked`` signal of ``old`` (another commit's answerability module), cached."""
+    from evaluation.gate_lodo import with_asked
+
+    cache = Path(args.root) / "dumps" / f"{domain.name}-before-{old.commit[:10]}-{SIGNALS_VERSION}.pkl"
+    key = (dump_path(Path(args.root), load_set(Path(args.data), domain.name), args.pseudo).name, old.commit)
+    cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
+    if cached is not None and cached[0] == key:
+        return type(domain)(domain.name, cached[1], domain.records, cached[2])
+    start = time.perf_counter()
+    signals = with_asked(domain, old.asked_coverage, old.unmatched, gate.word_vectors, before["asked_floor"])
+    cache.write_bytes(pickle.dumps((key, signals.x, signals.pseudo)))
+    print(f"[{domain.name}] main's asked signal in {time.perf_counter() - start:.0f} s", flush=True)
+    return signals
+
+
 def write_prior(theta: float, names: list[str], rows: list[dict[str, Any]]) -> None:
     """The asked threshold and its provenance into the shipped prior (the evidence model is kept)."""
     import datetime
@@ -267,7 +306,7 @@ def write_prior(theta: float, names: list[str], rows: list[dict[str, Any]]) -> N
     print(f"wrote {PRIOR_FILE}")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--sets", default=",".join(SETS))
@@ -277,15 +316,26 @@ def main() -> None:
     parser.add_argument(
         "--before",
         default=None,
-        help="the commit whose asked check the 'main' rows use (default: merge-base with main)",
+        help="the commit whose asked check the 'main' rows use (default: merge-base with main; 'none': no such rows)",
     )
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--score-rule",
+        action="append",
+        default=[],
+        metavar="BOUND,CAP,KEEP",
+        help="also score this strictness rule, fixed, on every domain (e.g. 0.8,0.7,true); repeatable",
+    )
     parser.add_argument(
         "--write-prior",
         action="store_true",
         help="write the asked threshold chosen on every domain into components/gating/data/gate_prior.json",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from adaptive_retrieval.components.gating.word_vectors import WordVectors
 
@@ -297,63 +347,46 @@ def main() -> None:
     }
     if args.collect_only:
         return
+    from adaptive_retrieval.components.gating.answerability import asked_coverage
     from adaptive_retrieval.components.gating.calibration import load_prior
     from adaptive_retrieval.components.gating.quality_gate import QualityGate
     from evaluation.gate_lodo import (
+        calibrated,
         choose_asked_threshold,
-        domain_signals,
+        choose_strict_rule,
         lodo_rows,
+        print_fixed_rule,
         print_table,
-        with_asked,
     )
 
     # Signals with soft matches wherever the stems fall short (asked_threshold 1.0): the same decisions at any
     # threshold the folds try, since the check only reads values under its threshold.
     gate = QualityGate(asked_threshold=1.0)
     gate.warm_up()
-    domains = []
-    for name, dump in dumps.items():
-        cache = Path(args.root) / "dumps" / f"{name}-signals-{SIGNALS_VERSION}.pkl"
-        key = (dump_path(Path(args.root), load_set(Path(args.data), name), args.pseudo).name, SIGNALS_VERSION)
-        cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
-        if cached is None or cached[0] != key:
-            start = time.perf_counter()
-            domain = domain_signals(dump, gate, progress=lambda m: print(f"  signals {m}", flush=True))
-            domain.records = {}  # the records stay in the dump; the cache keeps the signals
-            cache.write_bytes(pickle.dumps((key, domain)))
-            print(f"[{name}] signals in {time.perf_counter() - start:.0f} s", flush=True)
-        else:
-            domain = cached[1]
-        domain.records = {}
-        for record in dump["records"]:
-            domain.records.setdefault(record.kind, []).append(record)
-        domains.append(domain)
+    domains = [domain_of(name, dump, gate, args) for name, dump in dumps.items()]
     prior = load_prior()
-    # main's gate at the branch point: the same evidence model, the asked check at 0.55 (set on the law set) and
-    # its own asked signal (answerability.py of that commit), self-calibrated by its rules.
-    before = {**prior, "asked_threshold": 0.55, "asked_floor": 0.6}
-    old = branch_point_answerability(args.before, Path(args.root))
-    before_domains = []
-    for domain in domains:
-        cache = Path(args.root) / "dumps" / f"{domain.name}-before-{old.commit[:10]}-{SIGNALS_VERSION}.pkl"
-        key = (dump_path(Path(args.root), load_set(Path(args.data), domain.name), args.pseudo).name, old.commit)
-        cached = pickle.loads(cache.read_bytes()) if cache.exists() else None
-        if cached is None or cached[0] != key:
-            start = time.perf_counter()
-            signals = with_asked(domain, old.asked_coverage, old.unmatched, gate.word_vectors, before["asked_floor"])
-            cache.write_bytes(pickle.dumps((key, signals.x, signals.pseudo)))
-            print(f"[{domain.name}] main's asked signal in {time.perf_counter() - start:.0f} s", flush=True)
-        else:
-            signals = type(domain)(domain.name, cached[1], domain.records, cached[2])
-        before_domains.append(signals)
-    rows = lodo_rows(domains, prior, gate.word_vectors, before, before_domains, old.asked_coverage)
-    print(
-        f"\nmain = {old.commit[:10]} (its asked check); now = this checkout, asked threshold {prior['asked_threshold']}"
+    before, before_domains, old = None, None, None
+    if args.before != "none":
+        # main's gate at ``--before``: the same evidence model, the asked check at 0.55 (set on the law set) and
+        # its own asked signal (answerability.py of that commit), self-calibrated by its rules.
+        before = {**prior, "asked_threshold": 0.55, "asked_floor": 0.6}
+        old = branch_point_answerability(args.before, Path(args.root))
+        before_domains = [main_signals(domain, old, gate, before, args) for domain in domains]
+    rows = lodo_rows(
+        domains, prior, gate.word_vectors, before, before_domains, old.asked_coverage if old else asked_coverage
     )
+    main_rows = f"main = {old.commit[:10]} (its asked check); " if old else ""
+    print(f"\n{main_rows}now = this checkout, asked threshold {prior['asked_threshold']}")
     print()
     print_table(rows)
     theta = choose_asked_threshold(domains, prior)
     print(f"\nasked threshold chosen on every domain (keeps >= 90 % of each one's answerable passes): {theta:.2f}")
+    cals = [calibrated(d, prior, gate.word_vectors) for d in domains]
+    rule = choose_strict_rule(cals, prior)
+    print(f"strict rule chosen on every domain (AUROC bound, cap, kept on; None: never stricter): {rule}")
+    for text in args.score_rule:
+        bound, cap, keep = text.split(",")
+        print_fixed_rule(cals, prior, (float(bound), float(cap), keep.lower() in ("1", "true", "yes")))
     if args.write_prior:
         write_prior(theta, [d.name for d in domains], rows)
     if args.json:

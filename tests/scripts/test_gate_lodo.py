@@ -6,7 +6,16 @@ import numpy as np
 
 from adaptive_retrieval.components.gating.calibration import load_prior
 from adaptive_retrieval.components.gating.signals import SIGNALS
-from evaluation.gate_lodo import DomainSignals, _model, choose_asked_threshold, legacy_asked_threshold, score
+from evaluation.gate_lodo import (
+    Calibrated,
+    DomainSignals,
+    _model,
+    choose_asked_threshold,
+    choose_strict_rule,
+    legacy_asked_threshold,
+    rule_score,
+    score,
+)
 
 
 def _domain(name: str, asked: list[float], absent: list[float] | None = None) -> DomainSignals:
@@ -46,3 +55,30 @@ class TestGateLodo:
         rarely = np.column_stack([present, np.r_[np.full(36, 0.9), np.full(4, 0.2)]])
         assert legacy_asked_threshold(rarely, 0.55) == 0.0  # holds back 10 % < 30 %: off
         assert legacy_asked_threshold(rarely[:5], 0.55) == 0.55  # too few pairs: the prior's
+
+
+def _calibrated(domain: DomainSignals, pairs: np.ndarray) -> Calibrated:
+    prior = load_prior()
+    model = {k: prior[k] for k in ("weights", "bias", "pass_threshold", "asked_floor")}
+    return Calibrated(domain, model, domain.x, pairs)
+
+
+class TestStrictRule:
+    #: Pseudo-query pairs that separate well: present attributes hold everything, absent ones 0.8 of it.
+    PAIRS = np.column_stack([np.ones(40), np.full(40, 0.8)])
+
+    def test_a_rule_that_holds_back_absent_facts_and_keeps_the_floor_is_chosen(self) -> None:
+        prior = load_prior()
+        a = _calibrated(_domain("a", [1.0] * 10, absent=[0.8] * 10), self.PAIRS)
+        b = _calibrated(_domain("b", [1.0] * 9 + [0.8], absent=[0.8] * 10), self.PAIRS)
+        assert rule_score(a, prior, (None, 1.0, False))["absent"]["pass"] == 1.0  # shipped: off
+        rule = choose_strict_rule([a, b], prior)
+        assert rule[0] is not None and rule[1] > 0.8  # the first rule of the grid above the absent attributes
+        held = rule_score(a, prior, rule)
+        assert held["absent"]["pass"] == 0.0 and held["pass_answerable"] == 1.0
+
+    def test_a_rule_that_costs_a_domain_its_answerable_floor_is_not(self) -> None:
+        prior = load_prior()
+        a = _calibrated(_domain("a", [1.0] * 10, absent=[0.8] * 10), self.PAIRS)
+        costly = _calibrated(_domain("costly", [1.0] * 7 + [0.8] * 3, absent=[0.8] * 10), self.PAIRS)
+        assert choose_strict_rule([a, costly], prior) == (None, 1.0, False)  # 70 % < 80 %: the shipped rule stays

@@ -194,8 +194,9 @@ def choose_asked_threshold(train: list[DomainSignals], prior: dict[str, Any], ke
 def self_calibrated(
     domain: DomainSignals, prior: dict[str, Any], vectors: Any, coverage: Any = asked_coverage
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The held-out index's self-calibration (as indexing writes it: weights, bias, pass threshold and the
-    soft-match floor read off its pseudo-queries) and its signals at that floor."""
+    """The held-out index's self-calibration (as indexing writes it: weights, bias, pass threshold, the asked
+    threshold by the prior's rule and the soft-match floor read off its pseudo-queries) and its signals at that
+    floor."""
     model = fit_samples(domain.pseudo, prior)
     x = dict(domain.x)
     if abs(model["asked_floor"] - prior["asked_floor"]) > 1e-9:
@@ -204,7 +205,86 @@ def self_calibrated(
             if len(x[kind]):
                 x[kind] = x[kind].copy()
                 x[kind][:, j] = _asked_at(domain, kind, model["asked_floor"], vectors, coverage)
-    return {k: model[k] for k in ("weights", "bias", "pass_threshold", "asked_floor")}, x
+    return {k: model[k] for k in ("weights", "bias", "pass_threshold", "asked_threshold", "asked_floor")}, x
+
+
+@dataclass
+class Calibrated:
+    """One domain self-calibrated once (the model and its signals at its floor) and its pseudo-query ``pairs``
+    (``asked`` present, absent attribute): every asked rule below re-reads only the pairs."""
+
+    domain: DomainSignals
+    model: dict[str, Any]
+    x: dict[str, np.ndarray]
+    pairs: np.ndarray
+
+
+def calibrated(domain: DomainSignals, prior: dict[str, Any], vectors: Any) -> Calibrated:
+    model, x = self_calibrated(domain, prior, vectors)
+    pairs = [[r["present"].get("asked", 1.0), r["absent"].get("asked", 1.0)] for r in domain.pseudo if r["absent"]]
+    return Calibrated(domain, model, x, np.asarray(pairs, dtype=np.float64).reshape(-1, 2))
+
+
+#: A strictness rule for the per-index asked threshold: (AUROC bound of the index's pairs, cap of their cut,
+#: whether such an index keeps the check on however few absent attributes it holds back); ``(None, 1.0, False)``
+#: is the shipped rule (never stricter than the prior). The candidates tried leave-one-domain-out.
+StrictRule = tuple[float | None, float, bool]
+STRICT_GRID: tuple[StrictRule, ...] = (
+    (None, 1.0, False),
+    *(
+        (bound, cap, keep)
+        for keep in (False, True)
+        for bound in (0.8, 0.85, 0.9, 0.95)
+        for cap in (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
+    ),
+)
+#: No domain's answerable pass rate may fall below this (nor below the shipped rule's, where that is lower).
+PASS_FLOOR = 0.8
+
+
+def rule_threshold(cal: Calibrated, prior: dict[str, Any], rule: StrictRule) -> float:
+    """The asked threshold a self-calibration under ``rule`` gives ``cal``'s index."""
+    from adaptive_retrieval.components.gating.calibration import fit_asked_threshold
+
+    bound, cap, keep = rule
+    model, _ = fit_asked_threshold(
+        cal.pairs,
+        prior["asked_threshold"],
+        float(prior["asked_min_rejection"]),
+        strict_auroc=bound,
+        strict_cap=cap,
+        strict_keeps_check=keep,
+    )
+    return float(model["asked_threshold"])
+
+
+def rule_score(cal: Calibrated, prior: dict[str, Any], rule: StrictRule) -> dict[str, Any]:
+    theta = rule_threshold(cal, prior, rule)
+    model = {k: v for k, v in cal.model.items() if k != "asked_threshold"}
+    return {**score(_model(prior, **model, asked_threshold=theta), cal.domain, cal.x), "asked_threshold": theta}
+
+
+def _objective(results: list[dict[str, Any]]) -> float:
+    """Mean over the domains with absent facts of pass answerable − pass unanswerable (Youden's J)."""
+    js = [r["pass_answerable"] - r["absent"]["pass"] for r in results if "absent" in r]
+    return float(np.mean(js)) if js else 0.0
+
+
+def choose_strict_rule(train: list[Calibrated], prior: dict[str, Any], floor: float = PASS_FLOOR) -> StrictRule:
+    """The rule of :data:`STRICT_GRID` with the best :func:`_objective` on ``train`` among those that keep every
+    training domain's answerable pass rate at ``floor`` or more (or at the shipped rule's, where that is lower);
+    ties keep the earlier rule (the shipped one first)."""
+    shipped = [rule_score(c, prior, STRICT_GRID[0]) for c in train]
+    floors = [min(floor, r["pass_answerable"]) for r in shipped]
+    best, best_value = STRICT_GRID[0], _objective(shipped)
+    for rule in STRICT_GRID[1:]:
+        results = [rule_score(c, prior, rule) for c in train]
+        if any(r["pass_answerable"] < f - 1e-9 for r, f in zip(results, floors, strict=True)):
+            continue
+        value = _objective(results)
+        if value > best_value + 1e-9:
+            best, best_value = rule, value
+    return best
 
 
 def legacy_asked_threshold(pairs: np.ndarray, prior_threshold: float, min_rejection: float = 0.3) -> float:
@@ -223,41 +303,46 @@ def lodo_rows(
     domains: list[DomainSignals],
     prior: dict[str, Any],
     vectors: Any,
-    before: dict[str, Any],
+    before: dict[str, Any] | None = None,
     before_domains: list[DomainSignals] | None = None,
     before_coverage: Any = asked_coverage,
 ) -> list[dict]:
-    """One row per held-out domain: main's gate (``before``: its prior, and self-calibrated by its rules on
-    ``before_domains``, the same lists with main's ``asked`` signal), this gate as it ships (``prior``: the
-    shipped asked threshold, uncalibrated and self-calibrated), and with the asked threshold chosen without the
-    held-out domain (:func:`choose_asked_threshold`, self-calibrated)."""
+    """One row per held-out domain: this gate as it ships (``prior``, uncalibrated, and self-calibrated by the
+    shipped per-index rule), with the prior's asked threshold chosen without the held-out domain
+    (:func:`choose_asked_threshold`, self-calibrated), and with the strictness rule chosen without it
+    (:func:`choose_strict_rule`); with ``before`` and ``before_domains`` (the same lists with another commit's
+    ``asked`` signal) also that gate, uncalibrated and self-calibrated by main's old rule."""
     rows = []
-    before_domains = before_domains or domains
-    for held, old in zip(domains, before_domains, strict=True):
+    cals = [calibrated(d, prior, vectors) for d in domains]
+    for i, (held, cal) in enumerate(zip(domains, cals, strict=True)):
         train = [d for d in domains if d is not held]
         theta = choose_asked_threshold(train, prior)
-        fitted, x = self_calibrated(held, prior, vectors)
-        fold_fitted, fold_x = self_calibrated(held, {**prior, "asked_threshold": theta}, vectors)
-        old_fitted, old_x = self_calibrated(old, before, vectors, before_coverage)
-        pairs = [[r["present"]["asked"], r["absent"]["asked"]] for r in old.pseudo if r["absent"]]
-        old_theta = legacy_asked_threshold(np.asarray(pairs), before["asked_threshold"])
-        rows.append(
-            {
-                "domain": held.name,
+        rule = choose_strict_rule([c for j, c in enumerate(cals) if j != i], prior)
+        model = {k: v for k, v in cal.model.items() if k != "asked_threshold"}
+        row: dict[str, Any] = {
+            "domain": held.name,
+            "asked_threshold": theta,
+            "strict_rule": list(rule),
+            "prior": {**score(_model(prior), held), "asked_threshold": prior["asked_threshold"]},
+            "self": rule_score(cal, prior, STRICT_GRID[0]),
+            "lodo_self": {
+                **score(_model(prior, **model, asked_threshold=theta), held, cal.x),
                 "asked_threshold": theta,
-                "before_prior": {**score(_model(before), old), "asked_threshold": before["asked_threshold"]},
-                "before_self": {
-                    **score(_model(before, **old_fitted, asked_threshold=old_theta), old, old_x),
-                    "asked_threshold": old_theta,
-                },
-                "prior": {**score(_model(prior), held), "asked_threshold": prior["asked_threshold"]},
-                "self": {**score(_model(prior, **fitted), held, x), "asked_threshold": prior["asked_threshold"]},
-                "lodo_self": {
-                    **score(_model(prior, **fold_fitted, asked_threshold=theta), held, fold_x),
-                    "asked_threshold": theta,
-                },
+            },
+            "strict_self": {**rule_score(cal, prior, rule), "rule": list(rule)},
+        }
+        if before is not None and before_domains is not None:
+            old = before_domains[i]
+            old_fitted, old_x = self_calibrated(old, before, vectors, before_coverage)
+            old_fitted.pop("asked_threshold")
+            pairs = [[r["present"]["asked"], r["absent"]["asked"]] for r in old.pseudo if r["absent"]]
+            old_theta = legacy_asked_threshold(np.asarray(pairs), before["asked_threshold"])
+            row["before_prior"] = {**score(_model(before), old), "asked_threshold": before["asked_threshold"]}
+            row["before_self"] = {
+                **score(_model(before, **old_fitted, asked_threshold=old_theta), old, old_x),
+                "asked_threshold": old_theta,
             }
-        )
+        rows.append(row)
     return rows
 
 
@@ -268,6 +353,7 @@ MODELS = (
     ("prior", "now, no cal."),
     ("self", "now, self-cal."),
     ("lodo_self", "LODO θ, self-cal."),
+    ("strict_self", "strict rule, LODO"),
 )
 
 
@@ -287,8 +373,9 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
     head = f"{'held-out domain':<20} {'model':<18} {'θ':>5}  {'absent fact':^20}  {'real absent':^20}  {'missing':^20}"
     print(head, file=out)
     print("-" * len(head), file=out)
+    models = [(m, label) for m, label in MODELS if all(m in r for r in rows)]
     for row in rows:
-        for model, label in MODELS:
+        for model, label in models:
             result = row[model]
             theta = result["asked_threshold"]
             print(
@@ -296,7 +383,12 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
                 f"{_cell(result, 'absent_real')}  {_cell(result, 'missing')}",
                 file=out,
             )
-    for model, label in MODELS:
+        if "strict_rule" in row:
+            bound, cap, keep = row["strict_rule"]
+            chosen = "never stricter" if bound is None else f"AUROC >= {bound:.2f} -> the pairs' cut up to {cap:.2f}"
+            chosen += ", kept on" if keep else ""
+            print(f"{'':<20} strict rule chosen without {row['domain']}: {chosen}", file=out)
+    for model, label in models:
         absent = [r[model]["absent"]["auroc"] for r in rows if "absent" in r[model]]
         missing = [r[model]["missing"]["auroc"] for r in rows if "missing" in r[model]]
         passes = [r[model]["pass_answerable"] for r in rows]
@@ -305,6 +397,24 @@ def print_table(rows: list[dict[str, Any]], out: Any = None) -> None:
             f"{'mean':<20} {label:<18} {'':>5}  absent AUROC {np.mean(absent):.3f}, pass unanswerable "
             f"{np.mean(unans):.0%}; missing AUROC {np.mean(missing):.3f}; pass answerable {np.mean(passes):.0%} "
             f"(lowest {min(passes):.0%})",
+            file=out,
+        )
+
+
+def print_fixed_rule(cals: list[Calibrated], prior: dict[str, Any], rule: StrictRule, out: Any = None) -> None:
+    """``rule`` scored as it stands (not chosen leave-one-out) on every domain: its asked threshold there, the
+    answerable pass rate, absent-fact AUROC and pass rate, missing-evidence AUROC and pass rate."""
+    import sys
+
+    out = out or sys.stdout
+    head = "asked threshold; pass answerable; absent fact, missing evidence: AUROC, pass"
+    print(f"\nrule {rule} on every domain ({head})", file=out)
+    for cal in cals:
+        r = rule_score(cal, prior, rule)
+        absent = f"{r['absent']['auroc']:.3f} {r['absent']['pass']:>4.0%}" if "absent" in r else f"{'—':^10}"
+        print(
+            f"  {cal.domain.name:<18} {r['asked_threshold']:.2f}  {r['pass_answerable']:>4.0%}  {absent}  "
+            f"{r['missing']['auroc']:.3f} {r['missing']['pass']:>4.0%}",
             file=out,
         )
 

@@ -18,7 +18,10 @@ from adaptive_retrieval.components.gating.calibration import (
     load_prior,
     save_calibration,
 )
+from adaptive_retrieval.components.gating.pseudo_queries import PseudoQuery
 from adaptive_retrieval.components.gating.quality_gate import PRIOR, QualityGate
+from adaptive_retrieval.components.gating.self_calibration import fit_calibration
+from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.gating.word_vectors import WordVectors, vocabulary_words
 from adaptive_retrieval.components.text.names import query_names
 
@@ -89,6 +92,62 @@ def test_the_asked_check_is_off_where_it_holds_back_few_absent_attributes() -> N
     strong = np.column_stack([present, np.r_[np.full(20, 0.9), np.full(20, 0.2)]])  # holds back 50 %
     model, report = fit_asked_threshold(strong, 0.55, min_rejection=0.3)
     assert model["asked_threshold"] > 0 and report["asked_check"] == "on"
+
+
+def _samples(pairs: np.ndarray) -> dict[str, object]:
+    """Self-calibration samples (as indexing stores them) whose evidence signals separate present from excluded
+    rows and whose named pseudo-queries have the ``asked`` pairs ``pairs``."""
+    rng = np.random.default_rng(1)
+    n = len(pairs)
+    x = rng.uniform(0.0, 0.4, (2 * n, len(SIGNALS)))
+    x[::2] += 0.6  # present rows above excluded ones on every signal
+    return {
+        "x": x,
+        "y": np.tile([1, 0], n),
+        "group": np.repeat(np.arange(n), 2),
+        "queries": [PseudoQuery(text="", sources=[str(i)], kind="named") for i in range(n)],
+        "chunks": n,
+        "asked": pairs,
+    }
+
+
+def test_pairs_that_separate_well_make_the_check_stricter_than_the_prior() -> None:
+    # Present pseudo-queries hold what they ask (~1.0); absent attributes cover 0.75-0.875 of the asked words:
+    # at the prior's 0.55 the check would hold none back (off), the pairs' own cut lies between the two.
+    present = np.r_[np.full(36, 1.0), np.full(4, 0.8)]
+    absent = np.r_[np.full(20, 0.75), np.full(20, 0.875)]
+    pairs = np.column_stack([present, absent])
+    model, report = fit_asked_threshold(pairs, 0.55, min_rejection=0.3)
+    assert model == {"asked_threshold": 0.0} and report["asked_check"].startswith("off")  # the shipped rule
+    model, report = fit_asked_threshold(pairs, 0.55, min_rejection=0.3, strict_auroc=0.9, strict_cap=0.95)
+    assert report["asked_auroc"] >= 0.9 and model["asked_threshold"] == pytest.approx(report["asked_youden"])
+    assert 0.875 < model["asked_threshold"] <= 0.95 and report["asked_check"].startswith("on (pairs separate")
+    assert report["asked_pass_absent"] == 0.0 and report["asked_pass_present"] == 0.9
+    capped, _ = fit_asked_threshold(pairs, 0.55, min_rejection=0.3, strict_auroc=0.9, strict_cap=0.8)
+    assert capped == {"asked_threshold": 0.8}  # the cap bounds how strict it gets
+    low, _ = fit_asked_threshold(pairs, 0.55, min_rejection=0.3, strict_auroc=0.9, strict_cap=0.7)
+    assert low == {"asked_threshold": 0.0}  # holds back none of them at 0.7: off, as before
+    kept, _ = fit_asked_threshold(pairs, 0.55, 0.3, strict_auroc=0.9, strict_cap=0.7, strict_keeps_check=True)
+    assert kept == {"asked_threshold": 0.7}
+
+
+def test_pairs_that_do_not_separate_leave_the_prior() -> None:
+    rng = np.random.default_rng(0)
+    mixed = np.column_stack([rng.uniform(0.6, 1.0, 40), rng.uniform(0.6, 1.0, 40)])  # AUROC ~0.5
+    strong = np.column_stack([mixed[:, 0], np.r_[mixed[:20, 1], np.full(20, 0.2)]])  # half held back at 0.55
+    for pairs in (mixed, strong):
+        old, _ = fit_asked_threshold(pairs, 0.55, min_rejection=0.3)
+        new, report = fit_asked_threshold(pairs, 0.55, min_rejection=0.3, strict_auroc=0.95, strict_cap=0.95)
+        assert report["asked_auroc"] < 0.95 and new == old and new["asked_threshold"] <= 0.55
+
+
+def test_self_calibration_reads_the_strict_rule_from_the_prior() -> None:
+    present = np.r_[np.full(36, 1.0), np.full(4, 0.8)]
+    pairs = np.column_stack([present, np.r_[np.full(20, 0.75), np.full(20, 0.875)]])
+    prior = {**load_prior(), "asked_strict_auroc": 0.9, "asked_strict_cap": 0.95}
+    samples = _samples(pairs)
+    assert fit_calibration(samples, prior)["asked_threshold"] > 0.875
+    assert fit_calibration(samples, {**prior, "asked_strict_auroc": None})["asked_threshold"] == 0.0
 
 
 def test_prior_and_calibration_files_carry_the_floor(tmp_path: Path) -> None:
