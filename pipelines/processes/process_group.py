@@ -9,6 +9,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from adaptive_retrieval.components import settings
@@ -36,7 +37,14 @@ def private_pipelines_dir(runtime: Path, names: list[str], source: Path) -> Path
     folder = runtime / ("pipelines-" + "-".join(names))
     folder.mkdir(mode=0o700, exist_ok=True)
     for name in names:
-        link = folder / name
-        if not link.exists():
-            link.symlink_to(source / name, target_is_directory=True)
+        link, target = folder / name, source / name
+        if link.is_symlink() and os.readlink(link) == str(target):
+            continue
+        # Every worker of one `serve` makes the same links at once, and a link left by an earlier install may point
+        # elsewhere: make ours beside the folder (Hayhooks deploys whatever the folder holds) and rename it over, so
+        # the last rename wins and no worker fails on a link another one made (two workers' FileExistsError).
+        temporary = runtime / f".link-{name}-{os.getpid()}-{threading.get_ident()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(target, target_is_directory=True)
+        os.replace(temporary, link)
     return folder
