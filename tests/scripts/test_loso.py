@@ -101,6 +101,26 @@ def test_routing_candidates_build_profiles_around_the_safe_one() -> None:
     assert candidates[0] == RoutingCandidate() and len(candidates) == 1 + 2 * 2 * 2 * 2
 
 
+def test_fallback_only_candidates_keep_every_routed_profile_and_vary_the_fallback() -> None:
+    from evaluation.calibrate_all_dev import fallback_candidates
+
+    safe = profile(0.5, 0.5)
+    candidates = fallback_candidates((0.0, 0.4))
+    assert [(c.min_confidence, c.plain) for c in candidates] == [(0.0, False), (0.4, False), (0.0, True), (0.4, True)]
+    for candidate in candidates:
+        routing = candidate.routing(DEFAULT_PROFILES, safe)
+        assert routing.fallback_profile == safe
+        for intent, own in DEFAULT_PROFILES.items():  # every intent keeps its own profile, keyword included
+            mine = routing.profiles[intent]
+            assert (mine["top_k"], mine["fetch_k"], mine["mmr_lambda"]) == (
+                own["top_k"],
+                own["fetch_k"],
+                own["mmr_lambda"],
+            )
+            total = sum(own["weights"].values())
+            assert all(mine["weights"][c] == pytest.approx(w / total, abs=1e-3) for c, w in own["weights"].items())
+
+
 def test_safe_grid_splits_the_weight_in_equal_parts() -> None:
     from evaluation.loso import safe_grid
 
