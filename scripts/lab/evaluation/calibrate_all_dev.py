@@ -78,13 +78,15 @@ def _floats(text: str) -> tuple[float, ...]:
     return tuple(float(v) for v in text.split(",") if v)
 
 
-def fallback_candidates(confidences: tuple[float, ...]) -> list[RoutingCandidate]:
+def fallback_candidates(confidences: tuple[float, ...], grid_size: int = 0) -> list[RoutingCandidate]:
     """``--fallback-only``: every intent keeps its routed profile (the keyword intent too); a candidate is a
-    fallback bound and the plain-search rule on or off. The first, (0, off), is the routing as shipped without a
-    fallback."""
+    fallback bound and the plain-search rule on or off, with the safe profile fitted without the set left out,
+    then the same with each of the ``grid_size`` grid profiles as a fallback named in advance (fitted on no set).
+    The first, (0, off), is the routing as shipped without a fallback."""
     keep = tuple(i for i in INTENTS if i != "keyword")
     return [
-        RoutingCandidate(keep, 0.0, confidence, plain, keyword=True)
+        RoutingCandidate(keep, 0.0, confidence, plain, keyword=True, fallback=fallback)
+        for fallback in (None, *range(grid_size))
         for plain in (False, True)
         for confidence in confidences
     ]
@@ -138,14 +140,16 @@ def capture_set(
 def leave_one_out_table(result: LeaveOneOut, judge: Judge, grid: list[dict[str, Any]], sets: list[str]) -> str:
     """Per set left out: the stock hybrid's floor metrics, the safe profile fitted without it (fixed, no
     routing) and the chosen routing, each with its ratios to stock."""
-    fixed = next(h for h in result.held_out if not h.candidate.keep and not h.candidate.keyword)
+    # The first candidate: no routing (the safe profile for every query), or with --fallback-only the routing as
+    # shipped without a fallback.
+    fixed = result.held_out[0]
     chosen = result.chosen
     lines = [
         f"Chosen: {chosen.candidate.label} (mean {chosen.mean_score:.4f}, admissible {chosen.admissible}); "
-        f"no routing: mean {fixed.mean_score:.4f}, admissible {fixed.admissible}.",
+        f"{fixed.candidate.label}: mean {fixed.mean_score:.4f}, admissible {fixed.admissible}.",
         "",
-        "| set left out | floor metric | stock hybrid | fixed, fitted without it | × stock | routed, fitted without "
-        "it | × stock | safe profile fitted without it |",
+        "| set left out | floor metric | stock hybrid | first candidate | × stock | chosen, fitted without it | "
+        "× stock | safe profile fitted without it |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name in sets:
@@ -198,14 +202,15 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
     grid = safe_grid(safe_channels, args.safe_steps, SAFE_TOP_K, SAFE_FETCH_K, lambdas, (False,))
     routed = load_profiles_file()["profiles"]
     if args.fallback_only:
-        candidates = fallback_candidates(_floats(args.confidences))
+        candidates = fallback_candidates(_floats(args.confidences), len(grid))
     else:
         candidates = routing_candidates(KEEP_SETS, SHARES, _floats(args.confidences))
     log(f"[calibrate] {len(grid)} safe profiles, {len(candidates)} routing candidates, sets {sets}")
     result = leave_one_out(judge, grid, candidates, routed, sets, log)
     final = fit_safe(judge, grid, sets)
-    safe = grid[final.index]
     chosen = result.chosen.candidate
+    # A candidate that names its fallback ships that one; else the safe profile fitted on every set.
+    safe = grid[final.index if chosen.fallback is None else chosen.fallback]
     profiles = chosen.profiles(routed, safe)
     report.update(
         {
@@ -217,7 +222,7 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
                 "chosen": result.chosen.to_dict(),
             },
             "stock": judge.stock_means,
-            "safe": {"profile": safe, "at_floor_on_every_set": final.at_floor, "score": final.score},
+            "safe": {"profile": grid[final.index], "at_floor_on_every_set": final.at_floor, "score": final.score},
             "shipped": {
                 "profiles": profiles,
                 "fallback": {"profile": safe, "min_confidence": chosen.min_confidence, "plain": chosen.plain},
@@ -228,6 +233,7 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
         }
     )
     print(leave_one_out_table(result, judge, grid, sets))
+    print(f"\nShipped fallback: {json.dumps(safe)}")
     if args.write and args.fallback_only:
         write_fallback(args, report, command, result.chosen, sets)
         log(f"[calibrate] wrote the fallback into {args.profiles_file}")
