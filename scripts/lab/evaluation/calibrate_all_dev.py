@@ -286,8 +286,19 @@ def write_fallback(
         f"{chosen.candidate.label}; admissible; mean held-out score {chosen.mean_score:.4f}"
     )
     origin = provenance(command, sets, {"leave_one_out": loo, "mean_score": round(chosen.mean_score, 4)}, [note])
-    origin["split"] = "leave one set out (each set's result comes from a safe profile fitted without it)"
+    named = chosen.candidate.fallback is not None
+    origin["split"] = (
+        "leave one set out: the fallback profile named in advance (a grid profile, fitted on no set), judged on "
+        "every set; the choice among the admissible candidates is the best mean over the sets"
+        if named
+        else "leave one set out (each set's result comes from a safe profile fitted without it)"
+    )
     origin["metric"] = METRIC
+    origin["searched"] = {
+        "safe_grid": report["safe_grid"],
+        "candidates": len(report["leave_one_out"]["candidates"]),
+        "admissible": [c["label"] for c in report["leave_one_out"]["candidates"] if c["admissible"]],
+    }
     fallback = report["shipped"]["fallback"]
     path = Path(args.profiles_file)
     data = json.loads(path.read_text(encoding="utf-8"))
