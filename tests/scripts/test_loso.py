@@ -196,15 +196,14 @@ def test_fallback_only_writes_the_fallback_alone_and_nothing_when_no_candidate_i
         "leave_one_out": {"candidates": [held.to_dict()]},
         "shipped": {"fallback": {"profile": safe, "min_confidence": 0.0, "plain": True}},
     }
-    args = argparse.Namespace(profiles_file=str(path))
-    write_fallback(
-        args, report, "python scripts/lab/calibrate_profiles.py --all-dev D --fallback-only", held, ["a", "b"]
-    )
+    args = argparse.Namespace(profiles_file=str(path), all_dev="/somewhere/data")
+    write_fallback(args, report, "calibrate_profiles.py --all-dev /somewhere/data --fallback-only", held, ["a", "b"])
     data = json.loads(path.read_text())
     assert data["profiles"] == before["profiles"] and data["fixed_profile"] == before["fixed_profile"]
     assert data["fallback"]["profile"] == safe and data["fallback"]["plain"] is True
     origin = data["fallback"]["provenance"]
     assert origin["split"].startswith("leave one set out: the fallback profile named in advance")
+    assert origin["command"] == "calibrate_profiles.py --all-dev DATA --fallback-only"
     assert origin["result"]["leave_one_out"]["a"]["ratios"]["ndcg@10"] == pytest.approx(1.2)
     # Below stock on a set left out: not admissible, and the file stays as it was.
     held.means["b"], held.at_floor["b"] = {"ndcg@10": 0.3}, False

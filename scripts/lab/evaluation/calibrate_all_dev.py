@@ -285,6 +285,8 @@ def write_fallback(
         f"chosen leave-one-set-out with a floor (--fallback-only: the routed profiles kept as they are): "
         f"{chosen.candidate.label}; admissible; mean held-out score {chosen.mean_score:.4f}"
     )
+    # The data folder is wherever the user keeps the sets: DATA, as the lab README writes it.
+    command = command.replace(str(args.all_dev), "DATA")
     origin = provenance(command, sets, {"leave_one_out": loo, "mean_score": round(chosen.mean_score, 4)}, [note])
     named = chosen.candidate.fallback is not None
     origin["split"] = (
