@@ -101,6 +101,26 @@ def test_routing_candidates_build_profiles_around_the_safe_one() -> None:
     assert candidates[0] == RoutingCandidate() and len(candidates) == 1 + 2 * 2 * 2 * 2
 
 
+def test_fallback_only_candidates_keep_every_routed_profile_and_vary_the_fallback() -> None:
+    from evaluation.calibrate_all_dev import fallback_candidates
+
+    safe = profile(0.5, 0.5)
+    candidates = fallback_candidates((0.0, 0.4))
+    assert [(c.min_confidence, c.plain) for c in candidates] == [(0.0, False), (0.4, False), (0.0, True), (0.4, True)]
+    for candidate in candidates:
+        routing = candidate.routing(DEFAULT_PROFILES, safe)
+        assert routing.fallback_profile == safe
+        for intent, own in DEFAULT_PROFILES.items():  # every intent keeps its own profile, keyword included
+            mine = routing.profiles[intent]
+            assert (mine["top_k"], mine["fetch_k"], mine["mmr_lambda"]) == (
+                own["top_k"],
+                own["fetch_k"],
+                own["mmr_lambda"],
+            )
+            total = sum(own["weights"].values())
+            assert all(mine["weights"][c] == pytest.approx(w / total, abs=1e-3) for c, w in own["weights"].items())
+
+
 def test_safe_grid_splits_the_weight_in_equal_parts() -> None:
     from evaluation.loso import safe_grid
 
@@ -151,3 +171,43 @@ def test_all_dev_table_gives_intervals_and_ratios() -> None:
     assert low <= row.ratios["adaptive"] <= high
     text = markdown_table(rows)
     assert "| medline | ad-hoc | 3 | ndcg@10 * |" in text and "1.13×" in text and "40 / 30 / 31" in text
+
+
+def test_fallback_only_writes_the_fallback_alone_and_nothing_when_no_candidate_is_admissible(tmp_path: Path) -> None:
+    import argparse
+
+    from evaluation.calibrate_all_dev import fallback_candidates, write_fallback
+    from evaluation.loso import HeldOut
+
+    path = tmp_path / "profiles.json"
+    before = {"profiles": DEFAULT_PROFILES, "fixed_profile": {"profile": profile(0.3, 0.7)}, "provenance": {}}
+    path.write_text(json.dumps(before))
+    candidate = fallback_candidates((0.0,), grid_size=1)[-1]  # plain on, grid #0 named in advance
+    held = HeldOut(candidate)
+    for name, (stock, mine) in {"a": (0.5, 0.6), "b": (0.4, 0.4)}.items():
+        held.means[name] = {"ndcg@10": mine}
+        held.ratios[name] = {"ndcg@10": mine / stock}
+        held.scores[name] = mine / stock
+        held.at_floor[name] = mine >= stock
+    safe = profile(0.5, 0.5)
+    report = {
+        "stock": {"a": {"ndcg@10": 0.5}, "b": {"ndcg@10": 0.4}},
+        "safe_grid": [safe],
+        "leave_one_out": {"candidates": [held.to_dict()]},
+        "shipped": {"fallback": {"profile": safe, "min_confidence": 0.0, "plain": True}},
+    }
+    args = argparse.Namespace(profiles_file=str(path), all_dev="/somewhere/data")
+    write_fallback(args, report, "calibrate_profiles.py --all-dev /somewhere/data --fallback-only", held, ["a", "b"])
+    data = json.loads(path.read_text())
+    assert data["profiles"] == before["profiles"] and data["fixed_profile"] == before["fixed_profile"]
+    assert data["fallback"]["profile"] == safe and data["fallback"]["plain"] is True
+    origin = data["fallback"]["provenance"]
+    assert origin["split"].startswith("leave one set out: the fallback profile named in advance")
+    assert origin["command"] == "calibrate_profiles.py --all-dev DATA --fallback-only"
+    assert origin["result"]["leave_one_out"]["a"]["ratios"]["ndcg@10"] == pytest.approx(1.2)
+    # Below stock on a set left out: not admissible, and the file stays as it was.
+    held.means["b"], held.at_floor["b"] = {"ndcg@10": 0.3}, False
+    path.write_text(json.dumps(before))
+    with pytest.raises(SystemExit, match="No candidate is at the floor"):
+        write_fallback(args, report, "cmd", held, ["a", "b"])
+    assert json.loads(path.read_text()) == before

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.routing.profiles import load_profiles_file
+from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
 from adaptive_retrieval.pipelines import build_query_pipeline, dump_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from evaluation.dev_sets import DevSet, available_dev_sets
@@ -25,6 +25,7 @@ from evaluation.loso import (
     HeldOut,
     Judge,
     LeaveOneOut,
+    RoutingCandidate,
     fit_safe,
     fixed_routing,
     leave_one_out,
@@ -60,6 +61,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``--all-dev`` options."""
     parser.add_argument("--all-dev", metavar="DATA", help="fit leave-one-set-out over every development set")
     parser.add_argument("--sets", help="--all-dev: only these sets (comma-separated names)")
+    parser.add_argument(
+        "--fallback-only",
+        action="store_true",
+        help="--all-dev: keep the routed profiles as they are; choose only the fallback (safe profile, the "
+        "confidence under which a query takes it, whether plain searches do); --write writes only the fallback",
+    )
+    parser.add_argument("--safe-channels", default=",".join(SAFE_CHANNELS), help="--all-dev: channels of the grid")
+    parser.add_argument("--safe-steps", type=int, default=SAFE_STEPS, help="--all-dev: equal parts of weight")
+    parser.add_argument("--safe-lambdas", default=",".join(map(str, SAFE_LAMBDAS)), help="--all-dev: grid's MMR λs")
+    parser.add_argument("--confidences", default=",".join(map(str, CONFIDENCES)), help="--all-dev: fallback bounds")
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in text.split(",") if v)
+
+
+def fallback_candidates(confidences: tuple[float, ...], grid_size: int = 0) -> list[RoutingCandidate]:
+    """``--fallback-only``: every intent keeps its routed profile (the keyword intent too); a candidate is a
+    fallback bound and the plain-search rule on or off, with the safe profile fitted without the set left out,
+    then the same with each of the ``grid_size`` grid profiles as a fallback named in advance (fitted on no set).
+    The first, (0, off), is the routing as shipped without a fallback."""
+    keep = tuple(i for i in INTENTS if i != "keyword")
+    return [
+        RoutingCandidate(keep, 0.0, confidence, plain, keyword=True, fallback=fallback)
+        for fallback in (None, *range(grid_size))
+        for plain in (False, True)
+        for confidence in confidences
+    ]
 
 
 def capture_yaml(args: argparse.Namespace) -> str:
@@ -67,7 +96,10 @@ def capture_yaml(args: argparse.Namespace) -> str:
     with the opt-in feedback channels added (written under ``--root``), so that the safe grid can weigh them."""
     if args.query_yaml != "query":
         return str(args.query_yaml)
-    pipeline = build_query_pipeline(make_store(create=False), opt_in=FEEDBACK_CHANNELS)
+    opt_in = [c for c in FEEDBACK_CHANNELS if c in args.safe_channels.split(",")]
+    if not opt_in:
+        return "query"
+    pipeline = build_query_pipeline(make_store(create=False), opt_in=opt_in)
     return str(dump_pipeline(pipeline, Path(args.root) / "query_feedback.yaml"))
 
 
@@ -107,14 +139,16 @@ def capture_set(
 def leave_one_out_table(result: LeaveOneOut, judge: Judge, grid: list[dict[str, Any]], sets: list[str]) -> str:
     """Per set left out: the stock hybrid's floor metrics, the safe profile fitted without it (fixed, no
     routing) and the chosen routing, each with its ratios to stock."""
-    fixed = next(h for h in result.held_out if not h.candidate.keep and not h.candidate.keyword)
+    # The first candidate: no routing (the safe profile for every query), or with --fallback-only the routing as
+    # shipped without a fallback.
+    fixed = result.held_out[0]
     chosen = result.chosen
     lines = [
         f"Chosen: {chosen.candidate.label} (mean {chosen.mean_score:.4f}, admissible {chosen.admissible}); "
-        f"no routing: mean {fixed.mean_score:.4f}, admissible {fixed.admissible}.",
+        f"{fixed.candidate.label}: mean {fixed.mean_score:.4f}, admissible {fixed.admissible}.",
         "",
-        "| set left out | floor metric | stock hybrid | fixed, fitted without it | × stock | routed, fitted without "
-        "it | × stock | safe profile fitted without it |",
+        "| set left out | floor metric | stock hybrid | first candidate | × stock | chosen, fitted without it | "
+        "× stock | safe profile fitted without it |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name in sets:
@@ -156,20 +190,26 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
         name = dev_set.name
         items[name], stock[name], tails[name], report["datasets"][name] = capture_set(dev_set, data, args, log)
     sets = [s.name for s in dev_sets]
-    missing = sorted(set(SAFE_CHANNELS) - set(next(iter(tails.values())).channel_of))
+    safe_channels = tuple(c for c in args.safe_channels.split(",") if c)
+    missing = sorted(set(safe_channels) - set(next(iter(tails.values())).channel_of))
     if missing:
         raise SystemExit(
             f"The query pipeline ({args.query_yaml}) lacks the channel(s) {missing} the safe profile weighs"
         )
     judge = Judge(items, tails, stock, {s.name: s.floor_metrics for s in dev_sets})
-    grid = safe_grid(SAFE_CHANNELS, SAFE_STEPS, SAFE_TOP_K, SAFE_FETCH_K, SAFE_LAMBDAS, (False,))
+    lambdas = _floats(args.safe_lambdas)
+    grid = safe_grid(safe_channels, args.safe_steps, SAFE_TOP_K, SAFE_FETCH_K, lambdas, (False,))
     routed = load_profiles_file()["profiles"]
-    candidates = routing_candidates(KEEP_SETS, SHARES, CONFIDENCES)
+    if args.fallback_only:
+        candidates = fallback_candidates(_floats(args.confidences), len(grid))
+    else:
+        candidates = routing_candidates(KEEP_SETS, SHARES, _floats(args.confidences))
     log(f"[calibrate] {len(grid)} safe profiles, {len(candidates)} routing candidates, sets {sets}")
     result = leave_one_out(judge, grid, candidates, routed, sets, log)
     final = fit_safe(judge, grid, sets)
-    safe = grid[final.index]
     chosen = result.chosen.candidate
+    # A candidate that names its fallback ships that one; else the safe profile fitted on every set.
+    safe = grid[final.index if chosen.fallback is None else chosen.fallback]
     profiles = chosen.profiles(routed, safe)
     report.update(
         {
@@ -181,7 +221,7 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
                 "chosen": result.chosen.to_dict(),
             },
             "stock": judge.stock_means,
-            "safe": {"profile": safe, "at_floor_on_every_set": final.at_floor, "score": final.score},
+            "safe": {"profile": grid[final.index], "at_floor_on_every_set": final.at_floor, "score": final.score},
             "shipped": {
                 "profiles": profiles,
                 "fallback": {"profile": safe, "min_confidence": chosen.min_confidence, "plain": chosen.plain},
@@ -192,7 +232,11 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
         }
     )
     print(leave_one_out_table(result, judge, grid, sets))
-    if args.write:
+    print(f"\nShipped fallback: {json.dumps(safe)}")
+    if args.write and args.fallback_only:
+        write_fallback(args, report, command, result.chosen, sets)
+        log(f"[calibrate] wrote the fallback into {args.profiles_file}")
+    elif args.write:
         write(args, report, command, result.chosen, sets)
         log(f"[calibrate] wrote {args.profiles_file}; run scripts/build_yaml.py next")
     if args.json:
@@ -224,4 +268,40 @@ def write(args: argparse.Namespace, report: dict[str, Any], command: str, chosen
     )
     data = json.loads(path.read_text(encoding="utf-8"))
     data["fallback"] = {**shipped["fallback"], "provenance": origin}
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def write_fallback(
+    args: argparse.Namespace, report: dict[str, Any], command: str, chosen: HeldOut, sets: list[str]
+) -> None:
+    """``--fallback-only``: the chosen fallback (safe profile fitted on every set, bound, plain rule) and its
+    provenance with the leave-one-out table; the routed and fixed profiles stay as they are. Nothing is written
+    when no candidate is admissible (the floor failed on some set left out)."""
+    if not chosen.admissible:
+        raise SystemExit("No candidate is at the floor on every set left out: the profiles file is left as it is")
+    loo = {n: {"stock": report["stock"][n], "means": chosen.means[n], "ratios": chosen.ratios[n]} for n in sets}
+    note = (
+        f"chosen leave-one-set-out with a floor (--fallback-only: the routed profiles kept as they are): "
+        f"{chosen.candidate.label}; admissible; mean held-out score {chosen.mean_score:.4f}"
+    )
+    # The data folder is wherever the user keeps the sets: DATA, as the lab README writes it.
+    command = command.replace(str(args.all_dev), "DATA")
+    origin = provenance(command, sets, {"leave_one_out": loo, "mean_score": round(chosen.mean_score, 4)}, [note])
+    named = chosen.candidate.fallback is not None
+    origin["split"] = (
+        "leave one set out: the fallback profile named in advance (a grid profile, fitted on no set), judged on "
+        "every set; the choice among the admissible candidates is the best mean over the sets"
+        if named
+        else "leave one set out (each set's result comes from a safe profile fitted without it)"
+    )
+    origin["metric"] = METRIC
+    origin["searched"] = {
+        "safe_grid": report["safe_grid"],
+        "candidates": len(report["leave_one_out"]["candidates"]),
+        "admissible": [c["label"] for c in report["leave_one_out"]["candidates"] if c["admissible"]],
+    }
+    fallback = report["shipped"]["fallback"]
+    path = Path(args.profiles_file)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["fallback"] = {**fallback, "provenance": origin}
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -144,6 +144,8 @@ class RoutingCandidate:
     :param min_confidence: a query whose top intent is less probable takes the safe profile.
     :param plain: a plain search (``rules.plain_search``) takes the safe profile.
     :param keyword: the keyword intent keeps its own (lexical) profile, unshrunk.
+    :param fallback: the grid index of a safe profile this candidate names itself (fitted on no set, so the same
+        whichever set is left out); ``None``: the safe profile fitted without the set left out.
     """
 
     keep: tuple[str, ...] = ()
@@ -151,6 +153,7 @@ class RoutingCandidate:
     min_confidence: float = 0.0
     plain: bool = False
     keyword: bool = False
+    fallback: int | None = None
 
     @property
     def label(self) -> str:
@@ -158,9 +161,10 @@ class RoutingCandidate:
         if not self.keep and not self.keyword:
             return "fixed (the safe profile for every query)"
         kept = "+".join(self.keep) or "none"
+        safe = "fitted without the set" if self.fallback is None else f"grid #{self.fallback}"
         return (
             f"keep {kept} (share {self.share:g}){' + keyword' if self.keyword else ''}, "
-            f"fallback < {self.min_confidence:g}{' or plain' if self.plain else ''}"
+            f"fallback ({safe}) < {self.min_confidence:g}{' or plain' if self.plain else ''}"
         )
 
     def profiles(self, routed: dict[str, dict[str, Any]], safe: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -279,7 +283,8 @@ def leave_one_out(
     for candidate in candidates:
         held = HeldOut(candidate)
         for name in sets:
-            means = judge.means(name, candidate.routing(routed, grid[safe_without[name].index]))
+            safe = grid[safe_without[name].index if candidate.fallback is None else candidate.fallback]
+            means = judge.means(name, candidate.routing(routed, safe))
             held.means[name] = means
             held.ratios[name] = judge.ratios(name, means)
             held.scores[name] = judge.score(name, means)

@@ -13,7 +13,13 @@ from script_modules import load_script
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.token_encoder import TokenEncoder
 from adaptive_retrieval.components.routing import IntentRouter
-from adaptive_retrieval.components.routing.profiles import INTENTS, default_profiles
+from adaptive_retrieval.components.routing.profiles import (
+    DEFAULT_FALLBACK_PROFILE,
+    DEFAULT_MIN_CONFIDENCE,
+    INTENTS,
+    default_profiles,
+    load_profiles_file,
+)
 from adaptive_retrieval.components.routing.rules import structural_reference
 
 # Held-out examples: none of these strings is an exemplar in routing/data/exemplars.json.
@@ -189,3 +195,54 @@ class TestFallback:
         assert data["init_parameters"]["fallback_profile"] == SAFE and data["init_parameters"]["min_confidence"] == 0.4
         again = component_from_dict(IntentRouter, data, "router")
         assert again.fallback_profile == SAFE and again.min_confidence == 0.4
+
+
+class TestPackagedFallback:
+    """The packaged router (``routing/data/profiles.json``'s fallback, chosen leave-one-set-out with a floor): a plain
+    search takes the fallback profile, a question keeps its intents' mix, and the packaged YAML carries the same."""
+
+    @pytest.mark.parametrize(
+        ("query", "why"),
+        [
+            ("EFFECTS OF FROST ON VINEYARDS IN NORTHERN PORTUGAL .", "upper case"),
+            ("I am interested in articles about frost damage in vineyards", "request"),
+            ("frost damage to vineyards and the methods growers use against it", "statement"),
+        ],
+    )
+    def test_a_plain_search_takes_the_packaged_fallback(
+        self, model_dir: Path, encoder: TokenEncoder, query: str, why: str
+    ) -> None:
+        router = IntentRouter(model=str(model_dir))
+        out = router.run(query=query, query_embedding=encoder.encode([query])[0].tolist())
+        assert out["routing"]["fallback"] == f"plain search ({why})"
+        fallback = DEFAULT_FALLBACK_PROFILE
+        assert fallback is not None
+        assert {c for c, w in out["weights"].items() if w > 0} == {c for c, w in fallback["weights"].items() if w > 0}
+        assert (out["top_k"], out["fetch_k"], out["mmr_lambda"]) == (
+            fallback["top_k"],
+            fallback["fetch_k"],
+            fallback["mmr_lambda"],
+        )
+
+    @pytest.mark.parametrize("query", [q for qs in CLEAR.values() for q in qs])
+    def test_a_question_keeps_its_intents_mix(self, model_dir: Path, encoder: TokenEncoder, query: str) -> None:
+        router = IntentRouter(model=str(model_dir))
+        out = router.run(query=query, query_embedding=encoder.encode([query])[0].tolist())
+        assert out["routing"]["fallback"] is None
+
+    def test_the_packaged_fallback_met_the_floor_on_every_set_left_out(self) -> None:
+        fallback = load_profiles_file()["fallback"]
+        loo = fallback["provenance"]["result"]["leave_one_out"]
+        assert len(loo) >= 2 and fallback["plain"] is True
+        assert all(r >= 1.0 for entry in loo.values() for r in entry["ratios"].values())
+
+    def test_the_packaged_yaml_carries_the_fallback(self) -> None:
+        from haystack.marshal import YamlMarshaller
+
+        from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
+
+        data = YamlMarshaller().unmarshal(resolve_yaml("query").read_text(encoding="utf-8"))
+        params = data["components"]["router"]["init_parameters"]
+        assert params["fallback_profile"] == DEFAULT_FALLBACK_PROFILE
+        assert params["min_confidence"] == DEFAULT_MIN_CONFIDENCE
+        assert params["rule_strengths"]["plain"] > 0
