@@ -62,6 +62,7 @@ def build_query_pipeline(
     graph_store: GraphStore | None = None,
     graph_ppr: bool = False,
     opt_in: tuple[str, ...] = (),
+    fallback_profile: dict[str, Any] | None = None,
 ) -> Pipeline:
     """Build the query pipeline over ``store`` (default: the server at ``$QDRANT_URL``, else embedded Qdrant Edge
     at ``$ADAPTIVE_QDRANT_PATH`` or the per-user data folder, resolved when it opens; a missing index is an error,
@@ -72,7 +73,8 @@ def build_query_pipeline(
     every channel that is not opt-in, plus the opt-in channels named in ``opt_in``, each added and wired as its
     registration says. ``graph_ppr=True`` (same as ``opt_in=("graph_ppr",)``) adds the personalised-PageRank
     channel (``yaml/query_ppr.yaml``); it is opt-in because through the whole pipeline it lowered full@10 on
-    MuSiQue (README, "Personalised PageRank")."""
+    MuSiQue (README, "Personalised PageRank"). ``fallback_profile``: the router's profile for plain searches (default:
+    the packaged one with the packaged ``profiles``; give it with profiles of your own)."""
     # The query side only reads: opening an index that is not there fails loudly instead of creating an empty one.
     store = store or make_store(create=False)
     graph_store = graph_store or make_graph_store(qdrant_path=getattr(store, "path", None), create=False)
@@ -81,7 +83,10 @@ def build_query_pipeline(
     # return_list=False: the components read `vector`; an unread list output would be part of every served answer.
     p.add_component("query_embedder", OnnxTextEmbedder(model=model, precision=precision, return_list=False))
     p.add_component("sparse_embedder", Bm25TextEmbedder())
-    p.add_component("router", IntentRouter(model=model, precision=precision, profiles=profiles, channels=channels))
+    router = IntentRouter(
+        model=model, precision=precision, profiles=profiles, channels=channels, fallback_profile=fallback_profile
+    )
+    p.add_component("router", router)
     for channel in channels:
         p.add_component(channel, CHANNELS[channel].build({"document_store": store, "graph_store": graph_store}))
     p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))

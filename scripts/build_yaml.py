@@ -13,6 +13,7 @@ import yaml
 from adaptive_retrieval.components.routing.profiles import (
     GLOBAL_SHARES,
     PPR_SHARES,
+    default_fallback_profile,
     default_profiles,
     with_channel_share,
 )
@@ -47,7 +48,16 @@ def main() -> None:
         ("indexing", build_indexing_pipeline(store)),
         ("query", build_query_pipeline(reader)),
         # The opt-in pipeline with every channel: the personalised-PageRank walk (issue 18) and graph_global.
-        ("query_ppr", build_query_pipeline(reader, opt_in=("graph_global", "graph_ppr"), profiles=ppr_profiles())),
+        # Its profiles are its own, so the router would not take the packaged fallback for plain searches: given here.
+        (
+            "query_ppr",
+            build_query_pipeline(
+                reader,
+                opt_in=("graph_global", "graph_ppr"),
+                profiles=ppr_profiles(),
+                fallback_profile=default_fallback_profile(),
+            ),
+        ),
     ):
         path = dump_pipeline(pipeline, Path(args.out) / f"{name}.yaml")
         text = path.read_text(encoding="utf-8")

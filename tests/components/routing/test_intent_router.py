@@ -236,12 +236,15 @@ class TestPackagedFallback:
         assert len(loo) >= 2 and fallback["plain"] is True
         assert all(r >= 1.0 for entry in loo.values() for r in entry["ratios"].values())
 
-    def test_the_packaged_yaml_carries_the_fallback(self) -> None:
+    @pytest.mark.parametrize("name", ["query", "query_ppr"])
+    def test_the_packaged_yaml_carries_the_fallback(self, name: str) -> None:
+        """Both shipped query pipelines: ``query_ppr``'s router has profiles of its own, so it was built without the
+        packaged fallback and sent plain searches to the multi-hop mix."""
         from haystack.marshal import YamlMarshaller
 
         from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
 
-        data = YamlMarshaller().unmarshal(resolve_yaml("query").read_text(encoding="utf-8"))
+        data = YamlMarshaller().unmarshal(resolve_yaml(name).read_text(encoding="utf-8"))
         params = data["components"]["router"]["init_parameters"]
         assert params["fallback_profile"] == DEFAULT_FALLBACK_PROFILE
         assert params["min_confidence"] == DEFAULT_MIN_CONFIDENCE
