@@ -61,6 +61,8 @@ def show(result: QueryResult, top: int) -> None:
     probs = ", ".join(f"{k} {v:.2f}" for k, v in list(result.routing["probabilities"].items())[:3])
     rules = ",".join(result.routing["rules"]) or "-"
     print(f"   intent: {result.intent} (confidence {result.confidence:.2f}; {probs}; rules: {rules})")
+    if fallback := result.routing.get("fallback"):
+        print(f"   the fallback profile: {fallback}")
     strategy = result.strategy
     weights = " ".join(f"{c}={w:.2f}" for c, w in strategy.weights.items() if w > 0)
     print(

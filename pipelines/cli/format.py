@@ -27,9 +27,10 @@ def print_query(result: QueryResult, out: TextIO, full: bool) -> None:
         print(result.reason + "\n", file=out)
     strategy = result.strategy
     print(f"intent: {result.intent} (confidence {result.confidence:.2f})", file=out)
+    fallback = result.routing.get("fallback")
     print(
         f"strategy: top_k={strategy.top_k} fetch_k={strategy.fetch_k} mmr_lambda={strategy.mmr_lambda} "
-        f"rerank={strategy.rerank}",
+        f"rerank={strategy.rerank}" + (f" (the fallback profile: {fallback})" if fallback else ""),
         file=out,
     )
     print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in result.weights.items()), file=out)

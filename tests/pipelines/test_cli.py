@@ -50,7 +50,10 @@ def test_index_then_query_with_diagnostics(
         assert line in out, out
     assert "the built-in prior (no calibration)" in out and '"signals"' not in out  # no raw JSON
     assert "try.txt" in out and re.search(r"^ 1\. ", out, re.M) and not re.search(r"^ 3\. ", out, re.M)
-    assert "fused score" in out
+    assert "fused score" in out and "the fallback profile" not in out
+    # A plain search (an upper-case keyword list) takes the fallback profile, and the strategy line says why.
+    assert main(["query", "--store", store_path, "LAMBDA EXPRESSIONS AND CLOSURES"]) == 0
+    assert "(the fallback profile: plain search (upper case))" in capsys.readouterr().out
 
     assert main(["query", "--store", store_path, "--json", "lambda expressions"]) == 0
     result = json.loads(capsys.readouterr().out)
