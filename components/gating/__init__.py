@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from adaptive_retrieval.components.lazy_exports import lazy_exports
 
 _import_structure = {
+    "attempts": ["AttemptRecord", "RetryState"],
+    "gate_model": ["GateModel"],
     "quality_gate": ["QualityGate"],
     "retry_loop": ["RetryLoop"],
     "lean_answer": ["LeanAnswer"],
@@ -17,6 +19,9 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
+    from adaptive_retrieval.components.gating.attempts import AttemptRecord as AttemptRecord
+    from adaptive_retrieval.components.gating.attempts import RetryState as RetryState
+    from adaptive_retrieval.components.gating.gate_model import GateModel as GateModel
     from adaptive_retrieval.components.gating.lean_answer import LeanAnswer as LeanAnswer
     from adaptive_retrieval.components.gating.quality_gate import QualityGate as QualityGate
     from adaptive_retrieval.components.gating.reader import ChatReader as ChatReader

@@ -347,9 +347,9 @@ def main() -> None:
     }
     if args.collect_only:
         return
+    from adaptive_retrieval.components.gating import QualityGate
     from adaptive_retrieval.components.gating.answerability import asked_coverage
     from adaptive_retrieval.components.gating.calibration import load_prior
-    from adaptive_retrieval.components.gating.quality_gate import QualityGate
     from evaluation.gate_lodo import (
         calibrated,
         choose_asked_threshold,

@@ -48,8 +48,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from calibrate_gate import decision_shares, features, passages, run_both, stores_of  # noqa: E402
 
+from adaptive_retrieval.components.gating import QualityGate  # noqa: E402
 from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, save_calibration  # noqa: E402
-from adaptive_retrieval.components.gating.quality_gate import QualityGate  # noqa: E402
 from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
 from adaptive_retrieval.pipelines import run_query  # noqa: E402
 from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402

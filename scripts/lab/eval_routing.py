@@ -25,8 +25,8 @@ from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from adaptive_retrieval.components.models.text_embedder import OnnxTextEmbedder
-from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.models import OnnxTextEmbedder
+from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
 from evaluation.data import EvalSet, add_jsonl_arguments, jsonl_evalset, load_aragog, load_hotpot
 from evaluation.dev_sets import available_dev_sets

@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from adaptive_retrieval.components.gating import QualityGate
 from adaptive_retrieval.components.gating.answerability import asked_coverage
 from adaptive_retrieval.components.gating.calibration import auroc, youden_threshold
-from adaptive_retrieval.components.gating.quality_gate import QualityGate
 from adaptive_retrieval.components.gating.signals import SIGNALS
 from adaptive_retrieval.components.text.names import query_names
 from adaptive_retrieval.pipelines.gate_calibration import fit_samples

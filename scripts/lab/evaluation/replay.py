@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from adaptive_retrieval.components.fusion.weighted_rrf_joiner import WeightedRRFJoiner
+from adaptive_retrieval.components.fusion import WeightedRRFJoiner
 from adaptive_retrieval.components.retrieval.channel import channel_enabled
-from adaptive_retrieval.components.routing.intent_router import IntentRouter
+from adaptive_retrieval.components.routing import IntentRouter
 from adaptive_retrieval.components.routing.profiles import choose_strategy, escalate_strategy
 from adaptive_retrieval.components.routing.rules import plain_search
-from adaptive_retrieval.components.selection.mmr_selector import MMRSelector
+from adaptive_retrieval.components.selection import MMRSelector
 from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query
 from evaluation.data import EvalSet, Question
