@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 from bad_inputs import Case, Context, Outcome, with_timeout
 
+from adaptive_retrieval.pipelines.text_answer import NO_PASSAGE
+
 Q, CHAT, UP, FILES, SOURCES = "/query/run", "/v1/chat/completions", "/indexing/run", "/v1/files", "/sources"
 LIMIT = 4000
 
@@ -250,7 +252,9 @@ def _chat(model: Any, content: Any = "What is a lambda?", **extra: Any) -> dict[
 
 
 def _chat_text(response: httpx.Response) -> bool:
-    return response.json()["choices"][0]["message"]["content"].startswith("Retrieved")
+    """A chat answer: the verdict, then numbered passages (or that none matched)."""
+    content = response.json()["choices"][0]["message"]["content"]
+    return "[1] " in content or NO_PASSAGE in content
 
 
 def chat_cases() -> list[Case]:
@@ -486,10 +490,11 @@ def route_cases() -> list[Case]:
 
 
 def _mcp_result(result: Any) -> Outcome:
-    text = " ".join(getattr(c, "text", "") for c in result.content)[:300]
+    text = " ".join(getattr(c, "text", "") for c in result.content)
     if result.isError:
-        return Outcome("crash" if TRACEBACK in text else "error", text)
-    return Outcome("ok", text, '"documents"' in text)
+        return Outcome("crash" if TRACEBACK in text else "error", text[:300])
+    # The tool answers text a model reads: the verdict, then numbered passages (or that none matched).
+    return Outcome("ok", text[:300], "[1] " in text or NO_PASSAGE in text)
 
 
 def mcp(label: str, expect: str, arguments: Any, tool: str = "query", quick: bool = False) -> Case:

@@ -21,6 +21,8 @@ import httpx
 from bad_inputs import Case, Context, Outcome, with_timeout
 from bad_inputs_cases import CHAT, SOURCES, TRACEBACK, UP, Q, _chat_text, _docs, _has_docs, kept, rest, rest_outcome
 
+from adaptive_retrieval.pipelines.text_answer import NO_PASSAGE
+
 # -- chat content parts ------------------------------------------------------------------------------------------
 
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
@@ -276,7 +278,9 @@ def mcp_id(label: str, expect: str, request_id: Any, raw_id: str | None = None) 
         if answer.get("error") or answer.get("result", {}).get("isError"):
             return Outcome("error", head)
         texts = " ".join(c.get("text", "") for c in answer.get("result", {}).get("content", []) if isinstance(c, dict))
-        return Outcome("ok", head, answer.get("id") == json.loads(body)["id"] and '"documents"' in texts)
+        # The tool answers text a model reads: the verdict, then numbered passages (or that none matched).
+        answered = "[1] " in texts or NO_PASSAGE in texts
+        return Outcome("ok", head, answer.get("id") == json.loads(body)["id"] and answered)
 
     return Case("mcp", label, expect, call)
 
@@ -414,7 +418,17 @@ def origin_cases() -> list[Case]:
 
 TOKEN = "bad-inputs-owner-token"
 NOBODY = 65534
-OWNER_ANSWER = {"result": {"query": "q", "documents": [], "intent": "factual", "confidence": 1.0, "weights": {}}}
+STRATEGY = {"weights": {}, "top_k": 10, "fetch_k": 30, "mmr_lambda": 1.0, "rerank": False}
+OWNER_ANSWER = {
+    "result": {
+        "query": "q",
+        "documents": [],
+        "intent": "factual",
+        "confidence": 1.0,
+        "weights": {},
+        "strategy": STRATEGY,
+    }
+}
 
 
 class _Recorder(BaseHTTPRequestHandler):
