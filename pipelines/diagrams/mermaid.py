@@ -33,6 +33,9 @@ from typing import Any, Literal
 from haystack import Pipeline
 from haystack.core.pipeline.draw import _to_mermaid_text
 
+from adaptive_retrieval.components.gating.attempts import RetryState
+from adaptive_retrieval.components.strategy import Strategy
+
 Detail = Literal["overview", "sockets", "haystack"]
 DETAILS: tuple[str, ...] = typing.get_args(Detail)
 #: Fewest components feeding one component through same-named outputs that are drawn as a group.
@@ -42,7 +45,8 @@ MIN_BROADCAST = 3
 #: Output names listed on a pipeline's result node; the rest are summarised as "…".
 MAX_RESULT_NAMES = 3
 _RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click", "linkstyle", "direction"}
-_CONTROL_TYPES = (int, float, bool, dict)
+#: What a dotted edge carries: settings (numbers, flags, dicts, the router's strategy) and the loop's state, not data.
+_CONTROL_TYPES = (int, float, bool, dict, Strategy, RetryState)
 #: Link styles: settings are grey and dotted; the edge that closes a cycle is thick, dashed and red.
 _CONTROL_STYLE = "stroke:#888,stroke-width:1px"
 _BACK_STYLE = "stroke:#c0392b,stroke-width:3px,stroke-dasharray:8 5,color:#c0392b"

@@ -61,6 +61,7 @@ from adaptive_retrieval.components.stores.documents.edge_shards import (
     OPEN_LOCK,
     OPEN_SHARDS,
     OpenShard,
+    ShardClosedError,
     ShardSpec,
     check_store_settings,
     folder_origin,
@@ -361,9 +362,19 @@ class EdgeDocumentStore(EdgeSearches):
         """``call(*args, **kwargs)`` on the shard; Edge failing to read its own files (a damaged page) becomes a
         :class:`StoreDamagedError` that says what to do, instead of a bare engine exception."""
         try:
-            return call(*args, **kwargs)
+            return self._read_once(call, args, kwargs)
+        except ShardClosedError:
+            # Every shard was released since `call` was bound: once more, on the shard opened anew.
+            return self._read_once(call, args, kwargs)
+
+    def _read_once(self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        opened = self._opened()
+        try:
+            with opened.reading() as shard:  # a close waits for this read to end
+                bound = call if getattr(call, "__self__", shard) is shard else getattr(shard, call.__name__)
+                return bound(*args, **kwargs)
         except Exception as err:
-            if isinstance(err, (DocumentStoreError, ValueError, TypeError)):
+            if isinstance(err, (DocumentStoreError, ValueError, TypeError, ShardClosedError)):
                 raise
             raise read_failure(self.shard_path, err) from err
 

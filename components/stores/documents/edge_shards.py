@@ -73,6 +73,10 @@ class ShardSpec:
     named_by: str
 
 
+class ShardClosedError(RuntimeError):
+    """The open shard a read started on was closed meanwhile (a store reopens it on its next use)."""
+
+
 class OpenShard:
     """One open ``EdgeShard`` shared by every store instance on its folder, with the lock that orders writes."""
 
@@ -91,6 +95,27 @@ class OpenShard:
         self.ledger: tuple[int, str | None] | None = None
         #: Documents read from the shard, of the generation ``writes`` (:mod:`.point_cache`); ``None``: none kept.
         self.points = _point_cache()
+        #: Reads running now, and the condition :meth:`close` waits on until there are none.
+        self._readers = 0
+        self._idle = threading.Condition()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[qe.EdgeShard]:
+        """The shard, for one read; :meth:`close` waits until no read holds it.
+
+        :raises ShardClosedError: when the shard was closed (open it again through the store).
+        """
+        with self._idle:
+            if self.closed:
+                raise ShardClosedError
+            self._readers += 1
+        try:
+            yield self.shard
+        finally:
+            with self._idle:
+                self._readers -= 1
+                if not self._readers:
+                    self._idle.notify_all()
 
     def begin_write(self) -> None:
         """Count a write that starts: ``writes`` is odd until :meth:`end_write`, so that nothing read meanwhile
@@ -107,10 +132,15 @@ class OpenShard:
         return None if writes % 2 else writes
 
     def close(self) -> None:
+        """Flush and close the shard once the reads running now have ended (no new one starts): closed under a
+        read, the engine refused ("Already borrowed") and left the shard open."""
         with self.write_lock:
+            with self._idle:
+                self.closed = True
+                while self._readers:
+                    self._idle.wait()
             self.shard.flush()
             self.shard.close()
-            self.closed = True
 
 
 def _point_cache() -> PointCache | None:

@@ -267,13 +267,20 @@ def memo_signals(gate: Any, item: Captured) -> Any:
     original = type(gate).signals
 
     def signals(
-        documents: list[Any], query: str, query_embedding: Any = None, fusion: dict[str, Any] | None = None
+        documents: list[Any],
+        query: str,
+        query_embedding: Any = None,
+        fusion: dict[str, Any] | None = None,
+        scoring: Any = None,
     ) -> dict[str, float]:
         active = tuple(sorted((fusion or {}).get("weights") or {}))
         sizes = tuple(sorted(((fusion or {}).get("sizes") or {}).items()))
-        key = (tuple((d.id, tuple(sorted(d.meta.get("channels", {})))) for d in documents), active, sizes)
+        # The model's asked-check settings change the signals: part of the key (one model per replay in practice).
+        model = scoring or gate.scoring
+        check = (model.asked_floor, model.asked_threshold)
+        key = (tuple((d.id, tuple(sorted(d.meta.get("channels", {})))) for d in documents), active, sizes, check)
         if key not in item.signals_memo:
-            item.signals_memo[key] = original(gate, documents, query, query_embedding, fusion)
+            item.signals_memo[key] = original(gate, documents, query, query_embedding, fusion, scoring)
         return dict(item.signals_memo[key])
 
     return signals

@@ -265,3 +265,43 @@ def test_channel_documents_travel_without_vectors_or_share_the_dense_one_on_copy
     assert copied == out and copied.embedding is out.embedding  # Haystack copies inputs; the vector is shared
     copied.meta["channels"]["sparse"] = 2
     assert out.meta == {"channels": {"dense": 1}}  # everything else is a real copy
+
+
+def test_releasing_every_shard_while_others_read_waits_for_their_reads(tmp_path: Path) -> None:
+    """A CI run failed with "Already borrowed" when every shard was released (as tests and the lab do to simulate a
+    fresh process) while another thread was reading one: the close now waits for the reads running, and a read that
+    comes after reopens the shard."""
+    import threading
+    import time
+
+    from adaptive_retrieval.components.stores.documents.edge_document_store import (
+        EdgeDocumentStore,
+        release_all_clients,
+    )
+
+    store = EdgeDocumentStore(path=str(tmp_path / "q"))
+    documents = [Document(id=str(i), content=f"doc {i}", embedding=[0.1 + i / 1000] * 384) for i in range(500)]
+    store.write_documents(documents)
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                assert store.count_documents() == 500
+                store.filter_documents()
+            except BaseException as err:
+                failures.append(err)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    for _ in range(30):
+        release_all_clients()
+        time.sleep(0.01)
+    stop.set()
+    for thread in readers:
+        thread.join(30)
+    assert not failures, failures[:3]
+    assert store.count_documents() == 500
