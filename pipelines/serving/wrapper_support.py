@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, Pipeline
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 import adaptive_retrieval.pipelines.diagrams.drawing
 import adaptive_retrieval.pipelines.query_pipeline  # noqa: F401
@@ -122,6 +122,7 @@ class QueryResponse(BaseModel):
     query_embedding: list[float] | None = Field(
         None, description="The query's vector (only with include_embeddings)", exclude_if=lambda v: v is None
     )
+    _result: QueryResult | None = PrivateAttr(None)
 
     @classmethod
     def from_result(
@@ -134,11 +135,15 @@ class QueryResponse(BaseModel):
         :raises TypeError: when ``top_k`` is not a whole number (a boolean, a float, ``NaN``...).
         :raises ValueError: when it is out of range (see :func:`~adaptive_retrieval.pipelines.validation.check_top_k`).
         """
-        return cls.model_validate(result.head(check_top_k(top_k)).to_dict(include_embeddings))
+        kept = result.head(check_top_k(top_k))
+        response = cls.model_validate(kept.to_dict(include_embeddings))
+        response._result = kept  # what str() renders for MCP, without reading the JSON form back
+        return response
 
     def result(self) -> QueryResult:
-        """The typed result this answer renders (documents as Haystack ``Document`` s)."""
-        return QueryResult.from_dict(self.model_dump())
+        """The typed result this answer renders (documents as Haystack ``Document`` s): the one it was made from, else
+        read back from its JSON form (an answer validated from a server's JSON)."""
+        return self._result if self._result is not None else QueryResult.from_dict(self.model_dump())
 
     def __str__(self) -> str:
         # An MCP tool answers str(result): the verdict and the passages, as text a model reads (answer_text); the

@@ -113,3 +113,11 @@ class TestAnswerText:
         assert answer_text(long, max_chars=50).splitlines()[-1].endswith(" …")
         empty = QueryResult("q", [], "factual", 0.5, {}, Strategy())
         assert answer_text(empty) == NO_PASSAGE
+
+    def test_the_mcp_text_of_a_served_answer_is_the_results_and_reads_back_alike(self) -> None:
+        from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
+
+        result = _result(2)
+        made = QueryResponse.from_result(result)
+        assert str(made) == answer_text(result)
+        assert str(QueryResponse.model_validate(made.model_dump())) == answer_text(result)  # read back from JSON
