@@ -61,8 +61,11 @@ class TestLabImports:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
         assert done.stdout.strip() == "['adaptive_retrieval', 'adaptive_retrieval.components.lazy_exports'] False"
 
-    def test_no_face_exports_a_name_its_own_module_would_shadow(self) -> None:
+    def test_each_export_is_its_modules_name_and_no_module_shadows_one(self) -> None:
         for face in FACES:
             package = importlib.import_module(face)
+            for module, names in getattr(package, "_import_structure", {}).items():
+                defined = importlib.import_module(f"{face}.{module}")
+                assert all(getattr(package, name) is getattr(defined, name) for name in names), (face, module)
             modules = {p.stem for p in Path(package.__path__[0]).iterdir() if p.suffix == ".py" or p.is_dir()}
             assert not modules & set(getattr(package, "__all__", [])), face
