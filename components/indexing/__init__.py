@@ -3,6 +3,8 @@
 Public names, imported on first use (nothing else of the family loads with them)::
 
     from adaptive_retrieval.components.indexing import SectionSplitter
+
+Besides the components: ``parse_pdf``, a PDF's text and headings as the converter reads them.
 """
 
 from typing import TYPE_CHECKING
@@ -18,6 +20,7 @@ _import_structure = {
     "entity_extractor": ["EntityExtractor"],
     "graph_writer": ["GraphWriter"],
     "community_detector": ["CommunityDetector"],
+    "structure.pdf": ["parse_pdf"],
 }
 
 if TYPE_CHECKING:
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from adaptive_retrieval.components.indexing.section_splitter import SectionSplitter as SectionSplitter
     from adaptive_retrieval.components.indexing.section_tree_builder import SectionTreeBuilder as SectionTreeBuilder
     from adaptive_retrieval.components.indexing.source_limits import SourceLimitGuard as SourceLimitGuard
+    from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf as parse_pdf
     from adaptive_retrieval.components.indexing.structured_converter import StructuredConverter as StructuredConverter
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _import_structure)

@@ -3,6 +3,8 @@
 Public names, imported on first use (nothing else of the family loads with them)::
 
     from adaptive_retrieval.components.retrieval import DenseRetriever
+
+Besides the channels: ``channel_enabled``, whether a strategy's weights run a channel.
 """
 
 from typing import TYPE_CHECKING
@@ -17,10 +19,12 @@ _import_structure = {
     "graph_ppr_retriever": ["GraphPPRRetriever"],
     "bridge_retriever": ["BridgeRetriever"],
     "ranked_hits": ["RankedHits"],
+    "channel": ["channel_enabled"],
 }
 
 if TYPE_CHECKING:
     from adaptive_retrieval.components.retrieval.bridge_retriever import BridgeRetriever as BridgeRetriever
+    from adaptive_retrieval.components.retrieval.channel import channel_enabled as channel_enabled
     from adaptive_retrieval.components.retrieval.graph_global_retriever import (
         GraphGlobalRetriever as GraphGlobalRetriever,
     )

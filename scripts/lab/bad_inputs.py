@@ -169,7 +169,7 @@ def build_index(ctx: Context) -> None:
 
 def release(ctx: Context) -> None:
     """Close the in-process store so that the server can own it."""
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores import release_all_clients
 
     ctx.pipeline = None
     release_all_clients()
@@ -177,7 +177,7 @@ def release(ctx: Context) -> None:
 
 def start_server(ctx: Context) -> subprocess.Popen:
     """``adaptive-retrieval serve`` over ``ctx.store`` on a free loopback port; waits until it answers."""
-    from adaptive_retrieval.pipelines.serving.app import free_port
+    from adaptive_retrieval.pipelines.serving import free_port
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ADAPTIVE_API_TOKEN", "QDRANT_URL"))}

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from bad_inputs import Case, Context, Outcome, with_timeout
 
-from adaptive_retrieval.pipelines.text_answer import NO_PASSAGE
+from adaptive_retrieval.pipelines import NO_PASSAGE
 
 Q, CHAT, UP, FILES, SOURCES = "/query/run", "/v1/chat/completions", "/indexing/run", "/v1/files", "/sources"
 LIMIT = 4000
@@ -696,13 +696,13 @@ def _run_query(value: Any) -> Callable[[Context], Any]:
 
 
 def _from_result(top_k: Any) -> Callable[[Context], Any]:
-    from adaptive_retrieval.pipelines.serving.wrapper_support import QueryResponse
+    from adaptive_retrieval.pipelines.serving import QueryResponse
 
     return lambda ctx: QueryResponse.from_result(ctx.result, top_k=top_k)
 
 
 def _distinct(*names: str) -> Callable[[Context], Any]:
-    from adaptive_retrieval.pipelines.serving.wrapper_support import safe_filename
+    from adaptive_retrieval.pipelines.serving import safe_filename
 
     return lambda ctx: [safe_filename(n) for n in names]
 

@@ -56,7 +56,7 @@ def _indexing(ctx: Context) -> Any:
 
 
 def _texts(ctx: Context, source: Path | str) -> str:
-    from adaptive_retrieval.pipelines.indexing_pipeline import store_of
+    from adaptive_retrieval.pipelines import store_of
 
     store = store_of(_indexing(ctx))
     docs = store.filter_documents({"field": "meta.source", "operator": "==", "value": str(source)})
@@ -547,7 +547,7 @@ class FullDisk:
         return {"ADAPTIVE_MIN_FREE_MB": str(self.margin_mb), "ADAPTIVE_UPLOAD_DIR": str(self.disk / "uploads")}
 
     def start(self) -> None:
-        from adaptive_retrieval.pipelines.serving.app import free_port
+        from adaptive_retrieval.pipelines.serving import free_port
 
         self.disk.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384m", "tmpfs", str(self.disk)], check=True)
@@ -580,7 +580,7 @@ class FullDisk:
     def fill(self, below_margin: bool = False) -> bool:
         """Fill the disk to just above the margin (what a batch needs is refused, a delete still fits), or below it
         (every write refused)."""
-        from adaptive_retrieval.components.stores.disk_space import free_bytes
+        from adaptive_retrieval.components.stores import free_bytes
 
         self.filler.unlink(missing_ok=True)
         leave = self.margin_mb * MB - MB if below_margin else self.margin_mb * MB + self.room
@@ -760,8 +760,7 @@ def _python_full(full: FullDisk) -> bool:
     """index_paths on the full disk (in a subprocess: the CLI's store is not open here) refuses, no traceback."""
     code = (
         "import sys\n"
-        "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
-        "from adaptive_retrieval.pipelines.indexer import index_paths\n"
+        "from adaptive_retrieval.pipelines import index_paths, load_pipeline\n"
         "try:\n"
         "    index_paths(load_pipeline('indexing', path=sys.argv[1]), [sys.argv[2]])\n"
         "    print('INDEXED')\n"

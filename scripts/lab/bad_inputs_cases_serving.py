@@ -21,7 +21,7 @@ import httpx
 from bad_inputs import Case, Context, Outcome, with_timeout
 from bad_inputs_cases import CHAT, SOURCES, TRACEBACK, UP, Q, _chat_text, _docs, _has_docs, kept, rest, rest_outcome
 
-from adaptive_retrieval.pipelines.text_answer import NO_PASSAGE
+from adaptive_retrieval.pipelines import NO_PASSAGE
 
 # -- chat content parts ------------------------------------------------------------------------------------------
 

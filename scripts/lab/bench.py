@@ -39,7 +39,7 @@ import numpy as np
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[2]
 
-from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads  # noqa: E402
+from adaptive_retrieval.pipelines.processes import limit_blas_threads  # noqa: E402
 from evaluation.data import EvalSet, Passage  # noqa: E402
 from evaluation.metrics import percentiles  # noqa: E402
 from evaluation.systems import AdaptiveSystem, minilm_dir  # noqa: E402
@@ -239,7 +239,7 @@ def mmr_comparison(size: int, queries: int, root: Path, lambda_: float = 0.5, to
     from sentence_transformers import SentenceTransformer
 
     from adaptive_retrieval.components.selection import MMRSelector
-    from adaptive_retrieval.pipelines.query_pipeline import query_inputs
+    from adaptive_retrieval.pipelines import query_inputs
 
     passages = synthetic_passages(size)
     system = AdaptiveSystem(bench_root(root, size))
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     limit_blas_threads()  # as the CLI and the server run (the stock peer in the same process shares it)
     root = Path(args.root)
     if args.worker:
-        from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+        from adaptive_retrieval.components.stores import release_all_clients
 
         result = worker(args.worker, args.queries, root, args.filler)
         Path(args.worker_out).write_text(json.dumps(result))
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     print(markdown({**report, "sizes": measured}))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores import release_all_clients
 
     release_all_clients()
     return report

@@ -25,9 +25,7 @@ import numpy as np
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from adaptive_retrieval.components.models.encoder import get_encoder
-from adaptive_retrieval.components.models.export import packaged_minilm_dir
-from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models import DEFAULT_MODEL, get_encoder, packaged_minilm_dir
 
 
 def reference_passages(n: int) -> list[str]:

@@ -50,9 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptive_retrieval.components.models.encoder import get_encoder
-from adaptive_retrieval.components.models.paths import DEFAULT_MODEL, resolve_model_dir
-from adaptive_retrieval.components.models.token_encoder import TokenEncoder
+from adaptive_retrieval.components.models import DEFAULT_MODEL, TokenEncoder, get_encoder, resolve_model_dir
 
 logger = logging.getLogger("bench_gpu")
 
@@ -192,8 +190,7 @@ def bare_forward(encoder: Any, batch_size: int) -> Callable[[list[str]], np.ndar
     pooling and norm on the device, one copy to the host at the end."""
     import torch
 
-    from adaptive_retrieval.components.models.batching import token_length_batches
-    from adaptive_retrieval.components.models.device_pooling import normalise, pool
+    from adaptive_retrieval.components.models import normalise, pool, token_length_batches
 
     runner = encoder.runner
 
@@ -272,7 +269,7 @@ def large_model_folder(shape: str, like: Path, root: Path) -> Path:
 
 def weights_folder(model: str) -> Path:
     """The folder whose PyTorch weights the torch rows and sentence-transformers load."""
-    from adaptive_retrieval.components.models.torch_encoder import weights_dir
+    from adaptive_retrieval.components.models import weights_dir
 
     return weights_dir(resolve_model_dir(model))
 
@@ -289,7 +286,7 @@ def run_model(
     accuracy: bool,
 ) -> list[Row]:
     """Every row for one model."""
-    from adaptive_retrieval.components.models.torch_encoder import TorchEncoder
+    from adaptive_retrieval.components.models import TorchEncoder
 
     ref = reference if accuracy else None
     gpu = device == "cuda"

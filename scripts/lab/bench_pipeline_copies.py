@@ -77,7 +77,7 @@ def documents_in(value: Any) -> list[Document]:
 
 def handed_documents(pipeline: Pipeline, queries: list[str]) -> tuple[Counter, list[Document]]:
     """Documents per query on each connection ``sender.socket -> receiver.socket``, and a sample of them."""
-    from adaptive_retrieval.pipelines.query_pipeline import query_inputs
+    from adaptive_retrieval.pipelines import query_inputs
 
     names = {name for name, _ in pipeline.walk()}
     per_connection: Counter = Counter()
@@ -97,8 +97,7 @@ def handed_documents(pipeline: Pipeline, queries: list[str]) -> tuple[Counter, l
 
 def scheduling_ms(pipeline: Pipeline, queries: list[str]) -> tuple[float, float]:
     """Mean milliseconds per query of ``Pipeline.run`` and of its time outside the component spans."""
-    from adaptive_retrieval.pipelines.query_pipeline import query_inputs
-    from adaptive_retrieval.pipelines.timing import stage_timings
+    from adaptive_retrieval.pipelines import query_inputs, stage_timings
 
     whole = outside = 0.0
     for query in queries:
@@ -155,7 +154,7 @@ def main() -> None:
 
     from profile_server import build_index
 
-    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes import limit_blas_threads
 
     limit_blas_threads()
     print(f"[copies] indexing {args.chunks} synthetic passages (cached after the first run) ...", file=sys.stderr)

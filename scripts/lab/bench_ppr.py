@@ -55,13 +55,19 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.ids import chunk_id
+from adaptive_retrieval.components import chunk_id
 from adaptive_retrieval.components.indexing import EntityExtractor, GraphWriter
 from adaptive_retrieval.components.retrieval import GraphLocalRetriever, GraphPPRRetriever
-from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore, release_all_clients
-from adaptive_retrieval.components.stores.graph.graph_store import ChunkEntities, EntityInfo, Subgraph
-from adaptive_retrieval.components.stores.graph.sqlite_graph_store import SQLiteGraphStore, release_all_connections
-from adaptive_retrieval.components.text.stopwords import stopwords
+from adaptive_retrieval.components.stores import (
+    ChunkEntities,
+    EdgeDocumentStore,
+    EntityInfo,
+    SQLiteGraphStore,
+    Subgraph,
+    release_all_clients,
+    release_all_connections,
+)
+from adaptive_retrieval.components.text.stopwords import stopwords  # its module shadows it in ``text``
 from evaluation.data import Passage, Question, load_hotpot, load_jsonl, load_wiki2
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,8 +33,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
-from adaptive_retrieval.components.stores import EdgeDocumentStore
-from adaptive_retrieval.components.stores.documents.vector_search import QdrantServerSearch
+from adaptive_retrieval.components.stores import EdgeDocumentStore, QdrantServerSearch
 from evaluation.metrics import percentiles
 
 log = logging.getLogger("bench_store")

@@ -45,17 +45,17 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack.document_stores.types import DuplicatePolicy  # noqa: E402
 
-from adaptive_retrieval.components.gating.calibration import (  # noqa: E402
+from adaptive_retrieval.components.gating import (  # noqa: E402
+    FITTED,
     PRIOR_FILE,
+    SIGNALS,
     auroc,
     fit_logistic,
     predict,
     validate_calibration,
     youden_threshold,
 )
-from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
 from adaptive_retrieval.pipelines import QueryResult, run_query  # noqa: E402
-from adaptive_retrieval.pipelines.gate_calibration import FITTED  # noqa: E402
 from evaluation.data import load_hotpot  # noqa: E402
 from evaluation.metrics import percentiles, recall_at_k  # noqa: E402
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem  # noqa: E402

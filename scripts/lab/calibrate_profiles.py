@@ -52,8 +52,8 @@ from typing import Any
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[2]
 
-from adaptive_retrieval.components.routing.profiles import validate_profiles  # noqa: E402
-from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients  # noqa: E402
+from adaptive_retrieval.components.routing import validate_profiles  # noqa: E402
+from adaptive_retrieval.components.stores import release_all_clients  # noqa: E402
 from evaluation import calibrate_all_dev  # noqa: E402
 from evaluation.data import (  # noqa: E402
     EvalSet,

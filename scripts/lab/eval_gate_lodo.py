@@ -52,9 +52,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from calibrate_gate import removed, stores_of  # noqa: E402  (a sibling: the script's folder is first on sys.path)
 
-from adaptive_retrieval.components.gating.pseudo_queries import pseudo_queries  # noqa: E402
-from adaptive_retrieval.components.models.query_vector import as_float_list  # noqa: E402
-from adaptive_retrieval.pipelines.query_pipeline import query_inputs  # noqa: E402
+from adaptive_retrieval.components.models import as_float_list  # noqa: E402
+from adaptive_retrieval.pipelines import pseudo_queries, query_inputs  # noqa: E402
 from evaluation.absent_facts import AbsentFact, DocumentText, absent_fact_questions  # noqa: E402
 from evaluation.data import EvalSet, jsonl_evalset, load_aragog, load_hotpot  # noqa: E402
 from evaluation.gate_dump import GateRecord  # noqa: E402
@@ -279,7 +278,7 @@ def write_prior(theta: float, names: list[str], rows: list[dict[str, Any]]) -> N
     """The asked threshold and its provenance into the shipped prior (the evidence model is kept)."""
     import datetime
 
-    from adaptive_retrieval.components.gating.calibration import PRIOR_FILE, validate_calibration
+    from adaptive_retrieval.components.gating import PRIOR_FILE, validate_calibration
 
     prior = json.loads(PRIOR_FILE.read_text(encoding="utf-8"))
     prior["asked_threshold"] = theta
@@ -337,7 +336,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from adaptive_retrieval.components.gating.word_vectors import WordVectors
+    from adaptive_retrieval.components.gating import WordVectors
 
     vectors = WordVectors()
     vectors.warm_up()
@@ -347,9 +346,7 @@ def main() -> None:
     }
     if args.collect_only:
         return
-    from adaptive_retrieval.components.gating import QualityGate
-    from adaptive_retrieval.components.gating.answerability import asked_coverage
-    from adaptive_retrieval.components.gating.calibration import load_prior
+    from adaptive_retrieval.components.gating import QualityGate, asked_coverage, load_prior
     from evaluation.gate_lodo import (
         calibrated,
         choose_asked_threshold,

@@ -48,15 +48,19 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from calibrate_gate import decision_shares, features, passages, run_both, stores_of  # noqa: E402
 
-from adaptive_retrieval.components.gating import QualityGate  # noqa: E402
-from adaptive_retrieval.components.gating.calibration import auroc, calibration_path, save_calibration  # noqa: E402
-from adaptive_retrieval.components.gating.signals import SIGNALS  # noqa: E402
-from adaptive_retrieval.pipelines import run_query  # noqa: E402
-from adaptive_retrieval.pipelines.gate_calibration import (  # noqa: E402
+from adaptive_retrieval.components.gating import (  # noqa: E402
     DEFAULT_L2,
+    SIGNALS,
+    QualityGate,
+    auroc,
+    calibration_path,
+    fit_calibration,
+    save_calibration,
+)
+from adaptive_retrieval.pipelines import (  # noqa: E402
     DEFAULT_QUERIES,
     collect_signals,
-    fit_calibration,
+    run_query,
 )
 from evaluation.data import (  # noqa: E402
     EvalSet,

@@ -32,7 +32,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document
 
-from adaptive_retrieval.components.ids import stable_id
+from adaptive_retrieval.components import stable_id
 from adaptive_retrieval.components.indexing import (
     CommunityDetector,
     EntityExtractor,
@@ -41,8 +41,7 @@ from adaptive_retrieval.components.indexing import (
 )
 from adaptive_retrieval.components.models import Bm25DocumentEmbedder, OnnxDocumentEmbedder
 from adaptive_retrieval.components.stores import SQLiteGraphStore
-from adaptive_retrieval.pipelines import build_query_pipeline
-from adaptive_retrieval.pipelines.store_config import make_store
+from adaptive_retrieval.pipelines import build_query_pipeline, make_store
 from evaluation.data import EvalSet, Question, load_hotpot, load_wiki2
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 

@@ -25,8 +25,8 @@ from typing import Any
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[2]
 
-from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file  # noqa: E402
-from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients  # noqa: E402
+from adaptive_retrieval.components.routing import INTENTS, load_profiles_file  # noqa: E402
+from adaptive_retrieval.components.stores import release_all_clients  # noqa: E402
 from evaluation.calibrate_all_dev import capture_set  # noqa: E402
 from evaluation.dev_sets import available_dev_sets  # noqa: E402
 from evaluation.loso import fixed_routing  # noqa: E402

@@ -37,10 +37,10 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from haystack import Document
 
-from adaptive_retrieval.components.models.query_vector import QueryEmbedding
+from adaptive_retrieval.components.models import QueryEmbedding
 from adaptive_retrieval.components.retrieval import GraphPPRRetriever
-from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
-from adaptive_retrieval.components.text.keys import normalise_key, title_aliases
+from adaptive_retrieval.components.stores import release_all_clients
+from adaptive_retrieval.components.text import normalise_key, title_aliases
 from evaluation.data import (
     EvalSet,
     Question,

@@ -35,8 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from adaptive_retrieval.pipelines.query_pipeline import query_inputs  # noqa: E402
-from adaptive_retrieval.pipelines.timing import stage_timings  # noqa: E402
+from adaptive_retrieval.pipelines import query_inputs, stage_timings  # noqa: E402
 from evaluation.data import EvalSet, load_aragog, load_hotpot, load_jsonl  # noqa: E402
 from evaluation.metrics import passage_ranking, percentiles, question_metrics  # noqa: E402
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem, eval_folder  # noqa: E402

@@ -27,7 +27,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from adaptive_retrieval.components.models import OnnxTextEmbedder
 from adaptive_retrieval.components.routing import IntentRouter
-from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
+from adaptive_retrieval.pipelines import resolve_yaml
 from evaluation.data import EvalSet, add_jsonl_arguments, jsonl_evalset, load_aragog, load_hotpot
 from evaluation.dev_sets import available_dev_sets
 

@@ -37,11 +37,15 @@ from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRe
 from adaptive_retrieval.components.indexing import ReplacingDocumentWriter
 from adaptive_retrieval.components.models import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval import SectionTreeRetriever
-from adaptive_retrieval.components.routing.profiles import default_profiles
-from adaptive_retrieval.pipelines import build_indexing_pipeline, build_query_pipeline, run_query
-from adaptive_retrieval.pipelines.index_files import file_hash
-from adaptive_retrieval.pipelines.store_config import make_store
-from adaptive_retrieval.pipelines.timing import stage_timings
+from adaptive_retrieval.components.routing import default_profiles
+from adaptive_retrieval.pipelines import (
+    build_indexing_pipeline,
+    build_query_pipeline,
+    file_hash,
+    make_store,
+    run_query,
+    stage_timings,
+)
 from evaluation.data import load_aragog
 from evaluation.metrics import recall_at_k, reciprocal_rank
 

@@ -58,8 +58,7 @@ def _words(text: str) -> str:
 def reference(files: list[str]) -> dict[str, list[dict[str, Any]]]:
     """``{file name: [{"path": [...], "text": normalised text}]}`` for PDFs and reference topics."""
     logging.disable(logging.WARNING)
-    from adaptive_retrieval.components.indexing import SectionSplitter
-    from adaptive_retrieval.components.indexing.structure.pdf import parse_pdf
+    from adaptive_retrieval.components.indexing import SectionSplitter, parse_pdf
 
     out: dict[str, list[dict[str, Any]]] = {}
     for name in files:
@@ -143,8 +142,13 @@ def main() -> None:
     if args.rejudge:
         rejudge([Path(p) for p in args.rejudge], Path(args.questions), Path(args.data), Path(args.work))
         return
-    from adaptive_retrieval.pipelines import build_indexing_pipeline, build_query_pipeline, index_paths, run_query
-    from adaptive_retrieval.pipelines.store_config import make_store
+    from adaptive_retrieval.pipelines import (
+        build_indexing_pipeline,
+        build_query_pipeline,
+        index_paths,
+        make_store,
+        run_query,
+    )
     from evaluation.corpus import write_pydoc_topics
 
     questions = json.loads(Path(args.questions).read_text(encoding="utf-8"))["questions"]

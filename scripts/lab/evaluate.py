@@ -50,9 +50,9 @@ from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+from adaptive_retrieval.components.stores import release_all_clients
 from adaptive_retrieval.pipelines import QueryResult
-from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
+from adaptive_retrieval.pipelines.processes import limit_blas_threads
 from evaluation.all_dev import markdown_table, table_rows
 from evaluation.data import (
     EvalSet,

@@ -221,7 +221,7 @@ def start_server(port: int, store: Path, base: Path, env: dict[str, str], worker
     ``serve`` takes the host and the workers with it)."""
     import httpx
 
-    from adaptive_retrieval.pipelines.processes.ownership import store_owner
+    from adaptive_retrieval.pipelines.processes import store_owner
 
     # A SIGKILLed `serve` takes its store host with it, but not in the same instant: the host holds the store until
     # it has exited, and a server started before that is refused ("served by process ..."), as it should be.
@@ -264,7 +264,7 @@ def server_trials(args: argparse.Namespace, work: Path, corpus: list[Path], refe
     """Kill ``adaptive-retrieval serve`` during an upload, restart, upload again, compare."""
     import httpx
 
-    from adaptive_retrieval.pipelines.serving.app import free_port
+    from adaptive_retrieval.pipelines.serving import free_port
 
     rng = random.Random(args.seed + 1)
     results = []
@@ -341,10 +341,7 @@ def _damage_payload(index: Path) -> None:
 
 def _delete_nodes(index: Path) -> None:
     """Delete three chunks straight in the store, as a lost segment would: the manifests still count them."""
-    from adaptive_retrieval.components.stores.documents.edge_document_store import (
-        EdgeDocumentStore,
-        release_all_clients,
-    )
+    from adaptive_retrieval.components.stores import EdgeDocumentStore, release_all_clients
 
     store = EdgeDocumentStore(path=str(index / "qdrant"))
     chunks = store.filter_documents({"field": "meta.level", "operator": "==", "value": 0})
@@ -354,7 +351,7 @@ def _delete_nodes(index: Path) -> None:
 
 def _graph_file(index: Path) -> Path:
     """The graph file of the index in ``index/qdrant`` (in the index folder itself)."""
-    from adaptive_retrieval.components.locations import graph_file
+    from adaptive_retrieval.components import graph_file
 
     return graph_file(qdrant_path=index / "qdrant")
 
@@ -537,7 +534,7 @@ def _filling_during_a_run(disk: Path, files: Path, reference: dict[str, Any]) ->
     import re
     import threading
 
-    from adaptive_retrieval.components.stores.disk_space import margin_bytes
+    from adaptive_retrieval.components.stores import margin_bytes
 
     store = disk / "second" / "qdrant"
     command = [sys.executable, "-m", "adaptive_retrieval.pipelines.cli", "index", "--store", str(store)]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench_gpu import compute_reference, passages, queries
 
-from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
+from adaptive_retrieval.components.models import DEFAULT_MODEL
 
 logger = logging.getLogger("gpu_carry_bundle")
 
@@ -91,7 +91,7 @@ def write_weights(out: Path) -> Path:
     import torch
     from transformers import AutoModel
 
-    from adaptive_retrieval.components.models.export import packaged_minilm_dir
+    from adaptive_retrieval.components.models import packaged_minilm_dir
 
     source = packaged_minilm_dir()
     folder = out / DEFAULT_MODEL

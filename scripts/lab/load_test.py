@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from adaptive_retrieval.pipelines.serving.query_admission import CONCURRENCY_ENV
+from adaptive_retrieval.pipelines.serving import CONCURRENCY_ENV
 from evaluation.server_metrics import memory_mb, summary, tree_cpu_seconds
 
 HOST = "127.0.0.1"
@@ -164,8 +164,8 @@ def measured(server: subprocess.Popen, phase: Phase, work) -> None:
 
 def snapshot(store_path: Path) -> set[str]:
     """Every document id in the store (opened in this process, so only while the server is stopped)."""
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.store_config import make_store
+    from adaptive_retrieval.components.stores import release_all_clients
+    from adaptive_retrieval.pipelines import make_store
 
     try:
         # Chunks and summaries (level >= 0); the sources' manifest records (level -1) are not documents.
@@ -226,7 +226,7 @@ def run_server(
     under the interpreter ``python``: another checkout's, for a before/after run), run phase 1 (queries) and phase
     2 (queries while uploading), stop it, and check that no document was lost; returns the figures and the
     failures."""
-    from adaptive_retrieval.pipelines.serving.app import free_port
+    from adaptive_retrieval.pipelines.serving import free_port
 
     ids_before = snapshot(store_path)
     port = args.port or free_port(HOST)
@@ -321,8 +321,8 @@ def run_server(
 def check_documents(store_path: Path, ids_before: set[str], uploads: list[dict], expected: int) -> list[str]:
     """No document lost: every id from before is there, the count grew by what the uploads reported, every id is
     retrievable (the store opened here, the server stopped)."""
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.store_config import make_store
+    from adaptive_retrieval.components.stores import release_all_clients
+    from adaptive_retrieval.pipelines import make_store
 
     ids_after = snapshot(store_path)
     written = sum(u["chunks_written"] for u in uploads)
@@ -435,7 +435,7 @@ def main() -> int:
     indexing = load_pipeline("indexing", path=str(store_path))
     counts = index_paths(indexing, corpus)
     del indexing
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores import release_all_clients
 
     release_all_clients()
     print(f"indexed {counts['chunks_written']} chunks", flush=True)

@@ -33,8 +33,8 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 from evaluate import build_evalset, parse_args  # a sibling: the script's folder is first on sys.path
 from haystack import Pipeline
 
-from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
-from adaptive_retrieval.pipelines.query_pipeline import query_inputs
+from adaptive_retrieval.components.stores import release_all_clients
+from adaptive_retrieval.pipelines import query_inputs
 from evaluation.metrics import full_at_k, passage_ranking, recall_at_k
 from evaluation.systems import AdaptiveSystem, eval_folder
 

@@ -269,7 +269,7 @@ def serve_and_query(
     is)."""
     import httpx
 
-    from adaptive_retrieval.pipelines.serving.app import free_port
+    from adaptive_retrieval.pipelines.serving import free_port
 
     port = free_port(HOST)
     serve = ["serve", "--store", str(store), "--host", HOST, "--port", str(port)]
@@ -343,6 +343,7 @@ def answer_digest(result: dict[str, Any]) -> dict[str, Any]:
 def serve_profiled(out: Path, argv: list[str]) -> int:
     """Run ``adaptive-retrieval`` with ``argv`` under one cProfile per thread (thread CPU time as the clock);
     the merged statistics go to ``out`` when the server stops."""
+    # The command's function by its module: ``cli`` cannot export a name its own ``main`` module shadows.
     from adaptive_retrieval.pipelines.cli.main import main
 
     profiles: list[cProfile.Profile] = []
@@ -467,8 +468,8 @@ def main() -> int:
     args, rest = parser.parse_known_args()
     if args.serve_profiled:
         return serve_profiled(Path(args.serve_profiled), [a for a in rest if a != "--"])
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
-    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
+    from adaptive_retrieval.components.stores import release_all_clients
+    from adaptive_retrieval.pipelines.processes import limit_blas_threads
 
     limit_blas_threads()  # as the server runs
     report: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_start": load_average()}

@@ -47,9 +47,9 @@ def fingerprint(chunks: int, queries: int, root: Path, folder: Path | None = Non
     "decision": ..., "quality": ..., "signals": ..., "attempts": ...}}``."""
     from bench import bench_root, synthetic_passages, synthetic_queries  # a sibling in the lab
 
-    from adaptive_retrieval.components.stores.documents.edge_document_store import release_all_clients
+    from adaptive_retrieval.components.stores import release_all_clients
     from adaptive_retrieval.pipelines import run_query
-    from adaptive_retrieval.pipelines.processes.threads import limit_blas_threads
+    from adaptive_retrieval.pipelines.processes import limit_blas_threads
     from evaluation.data import EvalSet
     from evaluation.systems import AdaptiveSystem
 

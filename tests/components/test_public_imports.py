@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-FAMILIES = ("fusion", "gating", "indexing", "models", "ranking", "retrieval", "routing", "selection", "stores")
+FAMILIES = ("fusion", "gating", "indexing", "models", "ranking", "retrieval", "routing", "selection", "stores", "text")
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -41,13 +41,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from adaptive_retrieval.components.gating.answerability import PREFIX_MIN, asked_words
-from adaptive_retrieval.components.text.keys import normalise_key
-from adaptive_retrieval.components.text.names import query_names
-from adaptive_retrieval.components.text.terms import content_words, stems
+from adaptive_retrieval.components.gating import PREFIX_MIN, asked_words
+from adaptive_retrieval.components.text import content_words, normalise_key, query_names, stems
 
 if TYPE_CHECKING:
-    from adaptive_retrieval.components.gating.word_vectors import WordVectors
+    from adaptive_retrieval.components.gating import WordVectors
 
 #: "how many pieces of …": a counting word before "of" is not the asked attribute.
 _UNIT = re.compile(r"\bhow\s+(?:many|much)\s+(\w+)\s+of\b", re.IGNORECASE)

@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
-from adaptive_retrieval.pipelines import build_query_pipeline, dump_pipeline
-from adaptive_retrieval.pipelines.store_config import make_store
+from adaptive_retrieval.components.routing import INTENTS, load_profiles_file
+from adaptive_retrieval.pipelines import build_query_pipeline, dump_pipeline, make_store
 from evaluation.dev_sets import DevSet, available_dev_sets
 from evaluation.loso import (
     HeldOut,

@@ -33,12 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from adaptive_retrieval.components.gating import QualityGate
-from adaptive_retrieval.components.gating.answerability import asked_coverage
-from adaptive_retrieval.components.gating.calibration import auroc, youden_threshold
-from adaptive_retrieval.components.gating.signals import SIGNALS
-from adaptive_retrieval.components.text.names import query_names
-from adaptive_retrieval.pipelines.gate_calibration import fit_samples
+from adaptive_retrieval.components.gating import SIGNALS, QualityGate, asked_coverage, auroc, youden_threshold
+from adaptive_retrieval.components.text import query_names
+from adaptive_retrieval.pipelines import fit_samples
 from evaluation.gate_dump import GateRecord
 
 #: Kinds of held-out questions: answerable, and the two kinds of unanswerable ones.
@@ -68,7 +65,7 @@ def _signals(gate: QualityGate, record: GateRecord) -> dict[str, float]:
 def domain_signals(dump: dict[str, Any], gate: QualityGate, progress: Any = None) -> DomainSignals:
     """The signals of a dump's records (the gate's loop off; every record as the pipeline judged it) and its
     pseudo-query samples (present, excluded, absent attribute, the unmatched similarities)."""
-    from adaptive_retrieval.components.gating.answerability import unmatched
+    from adaptive_retrieval.components.gating import unmatched
 
     records: dict[str, list[GateRecord]] = {}
     for record in dump["records"]:
@@ -244,7 +241,7 @@ PASS_FLOOR = 0.8
 
 def rule_threshold(cal: Calibrated, prior: dict[str, Any], rule: StrictRule) -> float:
     """The asked threshold a self-calibration under ``rule`` gives ``cal``'s index."""
-    from adaptive_retrieval.components.gating.calibration import fit_asked_threshold
+    from adaptive_retrieval.components.gating import fit_asked_threshold
 
     bound, cap, keep = rule
     model, _ = fit_asked_threshold(

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptive_retrieval.components.routing.profiles import INTENTS
+from adaptive_retrieval.components.routing import INTENTS
 from evaluation.metrics import mean_metrics, question_metrics
 from evaluation.profile_fit import everywhere, normalised, shrunk
 from evaluation.replay import Captured, Routing, Tail, base_strategy, replay

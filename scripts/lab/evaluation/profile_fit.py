@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adaptive_retrieval.components.routing.profiles import mix_profiles
+from adaptive_retrieval.components.routing import mix_profiles
 from evaluation.replay import MRR_WEIGHT, Scorer, objective_of_means
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -17,14 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from adaptive_retrieval.components import Strategy
 from adaptive_retrieval.components.fusion import WeightedRRFJoiner
-from adaptive_retrieval.components.retrieval.channel import channel_enabled
-from adaptive_retrieval.components.routing import IntentRouter
-from adaptive_retrieval.components.routing.profiles import choose_strategy, escalate_strategy
-from adaptive_retrieval.components.routing.rules import plain_search
+from adaptive_retrieval.components.retrieval import channel_enabled
+from adaptive_retrieval.components.routing import IntentRouter, choose_strategy, escalate_strategy, plain_search
 from adaptive_retrieval.components.selection import MMRSelector
-from adaptive_retrieval.components.strategy import Strategy
-from adaptive_retrieval.pipelines.query_pipeline import query_inputs, run_query
+from adaptive_retrieval.pipelines import query_inputs, run_query
 from evaluation.data import EvalSet, Question
 from evaluation.metrics import mean_metrics, passage_ranking, question_metrics
 from evaluation.systems import PASSAGE_KEY, AdaptiveSystem

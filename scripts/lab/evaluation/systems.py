@@ -41,7 +41,7 @@ from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMe
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from tqdm import tqdm
 
-from adaptive_retrieval.components.routing.profiles import INTENTS, load_profiles_file
+from adaptive_retrieval.components.routing import INTENTS, load_profiles_file
 from adaptive_retrieval.pipelines import QueryResult
 from evaluation.data import EvalSet, Passage
 from evaluation.metrics import passage_ranking
@@ -62,7 +62,7 @@ def eval_folder(root: Path, name: str) -> Path:
 
 def minilm_dir() -> str:
     """The packaged all-MiniLM-L6-v2 folder (sentence-transformers layout) the stock systems load."""
-    from adaptive_retrieval.components.models.export import packaged_minilm_dir
+    from adaptive_retrieval.components.models import packaged_minilm_dir
 
     return str(packaged_minilm_dir())
 
@@ -309,7 +309,7 @@ class AdaptiveSystem:
     """
 
     def __init__(self, root: Path, query_yaml: str = "query", indexing_yaml: str = "indexing") -> None:
-        from adaptive_retrieval.pipelines.yaml_io import resolve_yaml
+        from adaptive_retrieval.pipelines import resolve_yaml
 
         self.root = Path(root)
         self.query_yaml = resolve_yaml(query_yaml)
@@ -325,9 +325,7 @@ class AdaptiveSystem:
 
     def index(self, evalset: EvalSet, batch: int = 256, force: bool = False) -> dict[str, Any]:
         """Index the passages through the indexing YAML (skipped when this corpus is already indexed)."""
-        from adaptive_retrieval.pipelines import load_pipeline
-        from adaptive_retrieval.pipelines.indexer import optimize_store
-        from adaptive_retrieval.pipelines.indexing_pipeline import store_of
+        from adaptive_retrieval.pipelines import load_pipeline, optimize_store, store_of
 
         folder = self.root / self.key(evalset)
         marker = folder / "index.json"
