@@ -88,8 +88,11 @@ def build_query_pipeline(
     )
     p.add_component("router", router)
     for channel in channels:
-        p.add_component(channel, CHANNELS[channel].build({"document_store": store, "graph_store": graph_store}))
-    p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))
+        # Channels and joiner hand their documents on shared (one value for Haystack's copy of each input); MMR
+        # and the joiner read them and make new documents for what they change.
+        stores = {"document_store": store, "graph_store": graph_store}
+        p.add_component(channel, CHANNELS[channel].build(stores, share_documents=True))
+    p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K, share_documents=True))
     # The channels hand their documents on without vectors: MMR reads its candidates' vectors from the store by id.
     p.add_component("mmr", MMRSelector(document_store=store))
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
