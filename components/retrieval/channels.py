@@ -136,10 +136,11 @@ class ChannelSpec:
         socket and its key in the router's weights and the profiles."""
         return self.component.channel
 
-    def build(self, stores: Mapping[str, Any], **extra: Any) -> Any:
-        """A new instance of the channel's component over ``stores`` (``{parameter name: store}``), with ``extra``
-        init parameters (the query pipeline's ``share_documents``)."""
-        return self.component(**{s: stores[s] for s in self.stores}, **self.init_parameters, **extra)
+    def build(self, stores: Mapping[str, Any], share_documents: bool = False) -> Any:
+        """A new instance of the channel's component over ``stores`` (``{parameter name: store}``); with
+        ``share_documents`` it hands its documents on as one shared value (the query pipeline's channels)."""
+        parameters = {**self.init_parameters, "share_documents": share_documents}
+        return self.component(**{s: stores[s] for s in self.stores}, **parameters)
 
 
 #: The feedback channels' inputs: both query vectors (to search the first hits themselves when the dense or BM25
