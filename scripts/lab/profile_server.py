@@ -459,10 +459,9 @@ def print_summary(report: dict[str, Any], chunks: int, queries: int) -> None:
     print(f"server CPU / peer CPU = {report['cpu_ratio_server_to_peer']:.2f}")
     if baseline:
         ratios = report["round_ratios"]
-        print(
-            f"this server / baseline server = {statistics.median(ratios):.2f} (CPU per request; median of the rounds'"
-        )
-        print(f"  ratios {', '.join(f'{r:.2f}' for r in ratios)}; the table shows each server's median run)")
+        each = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"this server / baseline server = {statistics.median(ratios):.2f} (CPU per request), median of rounds")
+        print(f"  {each} (the table shows each server's median run)")
         same = sum(a == b for a, b in zip(server["answers"], baseline["answers"], strict=True))
         print(f"answers identical to the baseline server's: {same} of {len(server['answers'])}")
 
