@@ -9,7 +9,8 @@ Import a component from its family, e.g. ``from adaptive_retrieval.components.ro
 family's ``__init__`` lists its public names and imports one only when it is asked for; the module paths, which
 the saved YAML names, keep working); importing this top-level module never pulls in torch. It exports the ground
 floor's public names the same way: ``Strategy`` (a query's retrieval settings), ``stable_id`` and ``chunk_id``
-(the ids of documents and chunks), ``graph_file`` (where an index's graph lives). Its one side effect keeps the
+(the ids of documents and chunks), ``graph_file`` (where an index's graph lives), ``SharedDocuments`` (a ranked
+list handed on as one read-only value) and its socket type ``RankedDocuments``. Its one side effect keeps the
 process offline: Haystack's usage telemetry off unless the user set ``HAYSTACK_TELEMETRY_ENABLED``, and ONNX
 Runtime's telemetry off (``ORT_DISABLE_TELEMETRY=1``, which ONNX Runtime reads when it is first imported) unless the
 user set ``ORT_DISABLE_TELEMETRY`` (``0`` opts in).
@@ -48,12 +49,15 @@ _import_structure = {
     "strategy": ["Strategy"],
     "ids": ["chunk_id", "stable_id"],
     "locations": ["graph_file"],
+    "shared_documents": ["RankedDocuments", "SharedDocuments"],
 }
 
 if TYPE_CHECKING:
     from adaptive_retrieval.components.ids import chunk_id as chunk_id
     from adaptive_retrieval.components.ids import stable_id as stable_id
     from adaptive_retrieval.components.locations import graph_file as graph_file
+    from adaptive_retrieval.components.shared_documents import RankedDocuments as RankedDocuments
+    from adaptive_retrieval.components.shared_documents import SharedDocuments as SharedDocuments
     from adaptive_retrieval.components.strategy import Strategy as Strategy
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _import_structure)

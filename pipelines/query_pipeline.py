@@ -87,9 +87,11 @@ def build_query_pipeline(
         model=model, precision=precision, profiles=profiles, channels=channels, fallback_profile=fallback_profile
     )
     p.add_component("router", router)
+    # Channels and joiner hand their documents on shared: Haystack copies each list once, not document by document.
+    stores = {"document_store": store, "graph_store": graph_store}
     for channel in channels:
-        p.add_component(channel, CHANNELS[channel].build({"document_store": store, "graph_store": graph_store}))
-    p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K))
+        p.add_component(channel, CHANNELS[channel].build(stores, share_documents=True))
+    p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K, share_documents=True))
     # The channels hand their documents on without vectors: MMR reads its candidates' vectors from the store by id.
     p.add_component("mmr", MMRSelector(document_store=store))
     p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))

@@ -10,6 +10,7 @@ from haystack.core.errors import ComponentError
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
+from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +52,17 @@ class WeightedRRFJoiner:
         fused = joiner.run(dense=dense_docs, sparse=sparse_docs, weights={"dense": 0.7, "sparse": 0.3})
     """
 
-    def __init__(self, channels: list[str] | None = None, k: int = 60, top_k: int | None = None) -> None:
+    def __init__(
+        self, channels: list[str] | None = None, k: int = 60, top_k: int | None = None, share_documents: bool = False
+    ) -> None:
         """
-        :param channels: names of the input lists, one input socket each.
+        :param channels: names of the input lists, one input socket each (typed ``Iterable[Document] | None``: a
+            list, or a channel's shared documents).
         :param k: RRF constant (60 in Cormack et al.); smaller values favour the top ranks more.
         :param top_k: cap on the fused list (``None`` keeps all).
+        :param share_documents: send ``documents`` as one shared, read-only
+            :class:`~adaptive_retrieval.components.shared_documents.SharedDocuments` (typed ``Iterable[Document]``:
+            MMR takes it; Haystack copies it as one value) instead of a list.
         """
         self.channels = list(channels or DEFAULT_CHANNELS)
         if len(set(self.channels)) != len(self.channels) or not self.channels:
@@ -70,13 +77,18 @@ class WeightedRRFJoiner:
             raise ValueError(msg)
         self.k = k
         self.top_k = top_k
+        self.share_documents = share_documents
+        fused_type = RankedDocuments if share_documents else list[Document]
+        component.set_output_types(self, documents=fused_type, fusion=dict[str, Any])
         for channel in self.channels:
-            component.set_input_type(self, channel, list[Document] | None, default=None)
+            component.set_input_type(self, channel, RankedDocuments | None, default=None)
             component.set_input_type(self, failure_socket(channel), str | None, default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters (the channel sockets are rebuilt from ``channels``)."""
-        return default_to_dict(self, channels=self.channels, k=self.k, top_k=self.top_k)
+        return default_to_dict(
+            self, channels=self.channels, k=self.k, top_k=self.top_k, share_documents=self.share_documents
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WeightedRRFJoiner:
@@ -100,7 +112,6 @@ class WeightedRRFJoiner:
             return {}
         return {c: w / total for c, w in raw.items() if w > 0}
 
-    @component.output_types(documents=list[Document], fusion=dict[str, Any])
     def run(
         self, weights: dict[str, float] | None = None, top_k: int | None = None, **channel_lists: Any
     ) -> dict[str, Any]:
@@ -152,7 +163,8 @@ class WeightedRRFJoiner:
             "skipped": [c for c in self.channels if c not in used],
             "failures": {c: reason for c, reason in failures.items() if reason is not None},
         }
-        return {"documents": documents, "fusion": diagnostics}
+        fused = SharedDocuments(documents) if self.share_documents else documents
+        return {"documents": fused, "fusion": diagnostics}
 
     def _check_answered(
         self,

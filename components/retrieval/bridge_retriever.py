@@ -33,7 +33,12 @@ from typing import Any
 from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.sparse_text_embedder import Bm25TextEmbedder
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
@@ -73,6 +78,8 @@ class BridgeRetriever:
     :param rrf_k: reciprocal-rank constant of both fusions.
     :param language: BM25 stemmer and stop-word language (must match the index's sparse embedder).
     :param engine: BM25 implementation, ``fastembed`` or ``edge`` (must match the index's sparse embedder).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "bridge"
@@ -88,6 +95,7 @@ class BridgeRetriever:
         rrf_k: int = 60,
         language: str = "english",
         engine: str = "fastembed",
+        share_documents: bool = False,
     ) -> None:
         for name, value in (
             ("seed_hits", seed_hits),
@@ -105,6 +113,8 @@ class BridgeRetriever:
         self.max_names = max_names
         self.hop_k = hop_k
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents)
         self.rrf_k = rrf_k
         self.language = language
         self.engine = engine
@@ -124,7 +134,6 @@ class BridgeRetriever:
         """Deserialise, keeping the store's class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query: str,
@@ -136,7 +145,7 @@ class BridgeRetriever:
         """Chunks found by the question with each top hit's names; ``[]`` when the channel has no weight or no
         hit names anything new, ``None`` when the store failed."""
         if not channel_enabled(self.channel, weights):
-            return {"documents": []}
+            return skipped_output(self.share_documents)
         if not lexical:
             # The sparse channel has no weight for this query: its top hits are still the lexical first hop.
             sparse = self._embedder.run(text=query)["sparse_embedding"]
@@ -155,7 +164,7 @@ class BridgeRetriever:
             if names:
                 expansions.append((names, self._embedder.run(text=f"{query} {' '.join(names)}")["sparse_embedding"]))
         if not expansions:
-            return {"documents": []}
+            return skipped_output(self.share_documents)
 
         def search() -> list[Document]:
             lists = []
@@ -168,4 +177,4 @@ class BridgeRetriever:
                 lists.append(found)
             return first_hits(lists, top_k or self.top_k, self.rrf_k)
 
-        return search_or_failure(self.channel, search)
+        return search_or_failure(self.channel, search, self.share_documents)

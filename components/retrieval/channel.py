@@ -9,9 +9,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from haystack import Document
+from haystack import Document, component
 
 from adaptive_retrieval.components.document_copy import copy_document
+from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +62,37 @@ def channel_documents(documents: list[Document], dense: bool = False) -> list[Do
     return out
 
 
-def search_or_failure(channel: str, search: Callable[[], list[Document]]) -> dict[str, Any]:
-    """Run a channel's search: ``{"documents": [...]}``, or when the store fails (server down, timeout, closed
-    client) ``{"documents": None, "failure": "<error type>: <message>"}``. The joiner skips a ``None`` list
+def declare_outputs(instance: Any, share_documents: bool, **extra: Any) -> None:
+    """Declare a channel's outputs (in its ``__init__``): ``documents`` and ``failure``, and ``extra`` ones.
+
+    ``documents`` is ``list[Document] | None`` by default, what any Haystack component takes. With
+    ``share_documents`` it is ``RankedDocuments | None`` (``Iterable[Document]``) and its value one
+    :class:`~adaptive_retrieval.components.shared_documents.SharedDocuments`: Haystack copies it as one value
+    instead of document by document (the query pipeline's channels hand the joiner ~150 documents a query). Only a
+    receiver typed ``Iterable[Document]`` (the joiner) connects to it: a list receiver fails at ``connect``.
+    """
+    documents = (RankedDocuments if share_documents else list[Document]) | None
+    component.set_output_types(instance, documents=documents, failure=str | None, **extra)
+
+
+def found_output(documents: list[Document] | None, share_documents: bool) -> dict[str, Any]:
+    """A channel's ``documents`` as :func:`declare_outputs` declared them (``None`` when the channel failed)."""
+    if documents is None or not share_documents:
+        return {"documents": documents}
+    return {"documents": SharedDocuments(documents)}
+
+
+def skipped_output(share_documents: bool) -> dict[str, Any]:
+    """A channel's ``documents`` when it does not search (no weight for this query, nothing to search for)."""
+    return found_output([], share_documents)
+
+
+def search_or_failure(
+    channel: str, search: Callable[[], list[Document]], share_documents: bool = False
+) -> dict[str, Any]:
+    """Run a channel's search: ``{"documents": [...]}`` (as :func:`found_output` hands them on), or when the store
+    fails (server down, timeout, closed client) ``{"documents": None, "failure": "<error type>: <message>"}``.
+    The joiner skips a ``None`` list
     (renormalising the other weights, so one channel never fails the query) and reports the failure it receives on
     the channel's ``<channel>_failure`` socket in its ``fusion`` output: the reason travels as data, and is logged.
 
@@ -71,7 +100,7 @@ def search_or_failure(channel: str, search: Callable[[], list[Document]]) -> dic
     dimension the collection does not hold), which retrying or skipping would only hide.
     """
     try:
-        return {"documents": channel_documents(search())}
+        return found_output(channel_documents(search()), share_documents)
     except (ValueError, TypeError):
         raise
     except Exception as err:

@@ -57,6 +57,7 @@ from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput, Ranke
 from adaptive_retrieval.components.retrieval.section_tree_retriever import SectionTreeRetriever
 from adaptive_retrieval.components.retrieval.sparse_feedback_retriever import SparseFeedbackRetriever
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 
 # The query-side sources a channel may take (the values of ChannelSpec.inputs), besides another channel's
 # hits ("<channel>.hits"). The query pipeline maps each to the output that provides it.
@@ -135,9 +136,11 @@ class ChannelSpec:
         socket and its key in the router's weights and the profiles."""
         return self.component.channel
 
-    def build(self, stores: Mapping[str, Any]) -> Any:
-        """A new instance of the channel's component over ``stores`` (``{parameter name: store}``)."""
-        return self.component(**{s: stores[s] for s in self.stores}, **self.init_parameters)
+    def build(self, stores: Mapping[str, Any], share_documents: bool = False) -> Any:
+        """A new instance of the channel's component over ``stores`` (``{parameter name: store}``); with
+        ``share_documents`` it hands its documents on as one shared value (the query pipeline's channels)."""
+        parameters = {**self.init_parameters, "share_documents": share_documents}
+        return self.component(**{s: stores[s] for s in self.stores}, **parameters)
 
 
 #: The feedback channels' inputs: both query vectors (to search the first hits themselves when the dense or BM25
@@ -254,8 +257,8 @@ def check_channel_sockets(
     unfed = [s for s, d in inputs.items() if d.get("is_mandatory") and s not in (*spec.inputs, *TEXT_INPUTS)]
     if unfed:
         problems.append(f"mandatory input(s) {unfed} that the registration does not feed")
-    if outputs.get("documents", {}).get("type") != list[Document] | None:
-        problems.append("must output documents: list[Document] | None")
+    if outputs.get("documents", {}).get("type") not in (list[Document] | None, RankedDocuments | None):
+        problems.append("must output documents: list[Document] | None (or RankedDocuments | None when shared)")
     if outputs.get("failure", {}).get("type") != str | None:
         problems.append("must output failure: str | None")
     if any(name in c.reads for c in CHANNEL_NAMES.values()) and outputs.get(HITS, {}).get("type") != RankedHits:

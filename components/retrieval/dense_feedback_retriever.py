@@ -23,7 +23,12 @@ from haystack import Document, component, default_from_dict
 from haystack.dataclasses import SparseEmbedding
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.feedback import check_feedback_parameters, rocchio
 from adaptive_retrieval.components.retrieval.feedback_hits import first_hits
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
@@ -44,6 +49,8 @@ class DenseFeedbackRetriever:
     the fit chooses only the channel's weight per profile.
     :param top_k: chunks returned (the router's ``fetch_k`` overrides it per query).
     :param rrf_k: reciprocal-rank constant fusing the dense and BM25 first hits.
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "dense_prf"
@@ -56,6 +63,7 @@ class DenseFeedbackRetriever:
         query_weight: float = 0.5,
         top_k: int = 20,
         rrf_k: int = 60,
+        share_documents: bool = False,
     ) -> None:
         check_feedback_parameters(feedback_docs, query_weight, "query_weight")
         for name, value in (("top_k", top_k), ("rrf_k", rrf_k)):
@@ -67,6 +75,8 @@ class DenseFeedbackRetriever:
         self.feedback_docs = feedback_docs
         self.query_weight = query_weight
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents)
         self.rrf_k = rrf_k
         self._search: VectorSearch = vector_search(document_store)
 
@@ -79,7 +89,6 @@ class DenseFeedbackRetriever:
         """Deserialise, keeping the store's class."""
         return default_from_dict(cls, store_from_init_parameters(data))
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -95,7 +104,7 @@ class DenseFeedbackRetriever:
         :raises ValueError: when the query embedding's dimension differs from the index's.
         """
         if not channel_enabled(self.channel, weights):
-            return {"documents": []}
+            return skipped_output(self.share_documents)
         query = as_float_list(query_embedding)
 
         def search() -> list[Document]:
@@ -113,4 +122,4 @@ class DenseFeedbackRetriever:
             moved = rocchio(query, vectors, self.query_weight)
             return self._search.search_dense(moved, top_k=top_k or self.top_k, filters=self.filters)
 
-        return search_or_failure(self.channel, search)
+        return search_or_failure(self.channel, search, self.share_documents)

@@ -24,7 +24,12 @@ from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.graph_local_retriever import chunks_with_dense_vectors
 from adaptive_retrieval.components.stores.documents.vector_search import vector_search
 from adaptive_retrieval.components.stores.graph.graph_store import (
@@ -50,6 +55,8 @@ class GraphGlobalRetriever:
     :param chunks_per_community: central chunks taken from each of them.
     :param level: community level to search (``None``: all levels).
     :param min_similarity: communities less similar than this to the query are ignored.
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "graph_global"
@@ -63,6 +70,7 @@ class GraphGlobalRetriever:
         chunks_per_community: int = 10,
         level: int | None = 0,
         min_similarity: float = 0.0,
+        share_documents: bool = False,
     ) -> None:
         if not isinstance(graph_store, GraphStore):
             msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
@@ -74,6 +82,8 @@ class GraphGlobalRetriever:
         self.document_store = document_store
         self._search = vector_search(document_store)
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents)
         self.max_communities = max_communities
         self.chunks_per_community = chunks_per_community
         self.level = level
@@ -160,7 +170,6 @@ class GraphGlobalRetriever:
                     documents.append(column[position][1])
         return documents[:top_k]
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -177,7 +186,7 @@ class GraphGlobalRetriever:
         :raises ValueError: when the query's dimension differs from the summaries' embeddings.
         """
         if not channel_enabled(self.channel, weights):
-            return {"documents": []}
+            return skipped_output(self.share_documents)
         query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
-        return search_or_failure(self.channel, lambda: self.retrieve(query_embedding, top_k))
+        return search_or_failure(self.channel, lambda: self.retrieve(query_embedding, top_k), self.share_documents)

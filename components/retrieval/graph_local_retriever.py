@@ -39,7 +39,12 @@ from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
@@ -118,6 +123,8 @@ class GraphLocalRetriever:
         split of ``scripts/lab/eval_graph.py`` (never its held-out questions) 0.3–0.6 score alike for bridge questions
         and 0 scores lower; 0.5 also keeps a plain factual query's best direct hit near the top.
     :param candidate_pool: graph-ranked chunks fetched and re-scored, as a multiple of ``top_k``.
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "graph_local"
@@ -138,6 +145,7 @@ class GraphLocalRetriever:
         max_ngram: int = 8,
         similarity_weight: float = 0.5,
         candidate_pool: int = 2,
+        share_documents: bool = False,
     ) -> None:
         if not isinstance(graph_store, GraphStore):
             msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
@@ -151,6 +159,8 @@ class GraphLocalRetriever:
         self.graph_store = graph_store
         self.document_store = document_store
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents)
         self.seed_hits = seed_hits
         self.hit_seed_weight = hit_seed_weight
         self.hit_decay = hit_decay
@@ -283,7 +293,6 @@ class GraphLocalRetriever:
             },
         )
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query: str = "",
@@ -308,7 +317,7 @@ class GraphLocalRetriever:
         :raises ValueError: for ``top_k`` < 1.
         """
         if not channel_enabled(self.channel, weights):
-            return {"documents": []}
+            return skipped_output(self.share_documents)
         query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
         if top_k < 1:
@@ -318,4 +327,4 @@ class GraphLocalRetriever:
         def search() -> list[Document]:
             return self.retrieve(query, query_embedding, top_k, nearest)
 
-        return search_or_failure(self.channel, search)
+        return search_or_failure(self.channel, search, self.share_documents)

@@ -47,7 +47,12 @@ import numpy as np
 from haystack import Document, component, default_from_dict
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.entity_linking import link_exact, link_partial, query_entity_candidates
 from adaptive_retrieval.components.retrieval.graph_local_retriever import blend_graph_ranking
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
@@ -153,6 +158,8 @@ class GraphPPRRetriever:
         0.703 → 0.649 with the channel, ``scripts/lab/ppr_stages.py``). Chosen there through the whole pipeline
         (full@10 at 0 / 5 / 10 / 20 / 50 / 200: 0.457 / 0.471 / 0.486 / 0.500 / 0.457 / 0.457); the held-out
         questions never informed it.
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "graph_ppr"
@@ -178,6 +185,7 @@ class GraphPPRRetriever:
         max_ngram: int = 8,
         max_top_k: int = 10,
         exclude_hits: int = 20,
+        share_documents: bool = False,
     ) -> None:
         if not isinstance(graph_store, GraphStore):
             msg = f"graph_store must implement the GraphStore protocol, got {type(graph_store).__name__}"
@@ -195,6 +203,8 @@ class GraphPPRRetriever:
         self.document_store = document_store
         self._search = vector_search(document_store)
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents)
         self.seed_hits = seed_hits
         self.hit_seed_weight = hit_seed_weight
         self.hit_decay = hit_decay
@@ -319,7 +329,6 @@ class GraphPPRRetriever:
             lambda _chunk_id, mass: {"graph_ppr": round(mass, 6)},
         )
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query: str = "",
@@ -340,7 +349,7 @@ class GraphPPRRetriever:
         :raises ValueError: for ``top_k`` < 1.
         """
         if not channel_enabled(self.channel, weights):
-            return {"documents": []}
+            return skipped_output(self.share_documents)
         query_embedding = as_float_list(query_embedding)
         top_k = top_k or self.top_k
         if top_k < 1:
@@ -351,4 +360,4 @@ class GraphPPRRetriever:
         def search() -> list[Document]:
             return self.retrieve(query, query_embedding, top_k, nearest, lexical)
 
-        return search_or_failure(self.channel, search)
+        return search_or_failure(self.channel, search, self.share_documents)

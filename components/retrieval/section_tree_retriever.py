@@ -39,7 +39,13 @@ from haystack import Document, component, default_from_dict
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.ids import DOCUMENT_LEVEL, SECTION_LEVEL, tree_node_id
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_documents, channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_documents,
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.structural_match import (
     CONTENT_KINDS,
     OUTLINE_KINDS,
@@ -85,6 +91,8 @@ class SectionTreeRetriever:
     :param discount: factor on a parent's score for the indirection.
     :param parent_weight: weight of the discounted parent score against the chunk's own similarity.
     :param document_weight: weight of the document's similarity in a section's parent score.
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "section"
@@ -100,6 +108,7 @@ class SectionTreeRetriever:
         discount: float = 0.8,
         parent_weight: float = 0.5,
         document_weight: float = 0.3,
+        share_documents: bool = False,
     ) -> None:
         counts = {
             "top_k": top_k,
@@ -121,6 +130,8 @@ class SectionTreeRetriever:
                 raise ValueError(msg)
         self.document_store = document_store
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents, tree=dict[str, Any], structural_hits=list[Document] | None)
         self.max_sections = max_sections
         self.chunks_per_section = chunks_per_section
         self.max_documents = max_documents
@@ -233,9 +244,6 @@ class SectionTreeRetriever:
         }
         return found, diagnostics
 
-    @component.output_types(
-        documents=list[Document] | None, failure=str | None, tree=dict[str, Any], structural_hits=list[Document] | None
-    )
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -258,7 +266,7 @@ class SectionTreeRetriever:
         :raises ValueError: when the query embedding's dimension differs from the collection's.
         """
         if not channel_enabled(self.channel, weights):
-            return {"documents": [], "tree": {"skipped": True}, "structural_hits": []}
+            return {**skipped_output(self.share_documents), "tree": {"skipped": True}, "structural_hits": []}
         query_embedding = as_float_list(query_embedding)
         expected = getattr(self.document_store, "embedding_dim", len(query_embedding))
         if len(query_embedding) != expected:
@@ -301,7 +309,7 @@ class SectionTreeRetriever:
             leading.extend(d for d in ranked[:top_k] if d.meta["section_tree"]["via"] == "structural")
             return ranked[:top_k]
 
-        found = search_or_failure(self.channel, search)
+        found = search_or_failure(self.channel, search, self.share_documents)
         failed = found["documents"] is None
         diagnostics["returned"] = None if failed else len(found["documents"])
         structural_hits = None if failed else channel_documents(leading, dense=True)

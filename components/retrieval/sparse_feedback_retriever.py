@@ -26,7 +26,12 @@ from haystack.dataclasses import SparseEmbedding
 
 from adaptive_retrieval.components.models.bm25_encoder import bm25_model
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.feedback import (
     INDEXED_META,
     check_feedback_parameters,
@@ -57,6 +62,8 @@ class SparseFeedbackRetriever:
     :param meta_fields: meta fields indexed with the content (those of the index's sparse document embedder).
     :param language: BM25 stemmer and stop-word language (must match the index's sparse embedder).
     :param engine: BM25 implementation, ``fastembed`` or ``edge`` (must match the index's sparse embedder).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "sparse_prf"
@@ -73,6 +80,7 @@ class SparseFeedbackRetriever:
         meta_fields: list[str] | None = None,
         language: str = "english",
         engine: str = "fastembed",
+        share_documents: bool = False,
     ) -> None:
         check_feedback_parameters(feedback_docs, original_weight, "original_weight")
         for name, value in (("expansion_terms", expansion_terms), ("top_k", top_k), ("rrf_k", rrf_k)):
@@ -85,6 +93,8 @@ class SparseFeedbackRetriever:
         self.expansion_terms = expansion_terms
         self.original_weight = original_weight
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents)
         self.rrf_k = rrf_k
         self.meta_fields = list(INDEXED_META) if meta_fields is None else list(meta_fields)
         self.language = language
@@ -117,7 +127,6 @@ class SparseFeedbackRetriever:
         )
         return SparseEmbedding(indices=indices, values=values)
 
-    @component.output_types(documents=list[Document] | None, failure=str | None)
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -130,7 +139,7 @@ class SparseFeedbackRetriever:
         """Chunks found by the expanded query; ``[]`` when the channel has no weight or the query has no BM25 term,
         ``None`` when the store failed."""
         if not channel_enabled(self.channel, weights) or not query_sparse_embedding.indices:
-            return {"documents": []}
+            return skipped_output(self.share_documents)
 
         def search() -> list[Document]:
             hits = first_hits(
@@ -148,4 +157,4 @@ class SparseFeedbackRetriever:
                 expanded, top_k=top_k or self.top_k, filters=self.filters, return_embedding=False
             )
 
-        return search_or_failure(self.channel, search)
+        return search_or_failure(self.channel, search, self.share_documents)

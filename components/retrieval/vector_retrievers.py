@@ -22,7 +22,12 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.retrieval.channel import channel_enabled, search_or_failure
+from adaptive_retrieval.components.retrieval.channel import (
+    channel_enabled,
+    declare_outputs,
+    search_or_failure,
+    skipped_output,
+)
 from adaptive_retrieval.components.retrieval.ranked_hits import RankedHits
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 
@@ -41,6 +46,7 @@ class _VectorChannel:
         return_embedding: bool = False,
         score_threshold: float | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        share_documents: bool = False,
     ) -> None:
         if not isinstance(top_k, int) or top_k < 1:
             msg = f"top_k must be a positive integer, got {top_k!r}"
@@ -48,6 +54,8 @@ class _VectorChannel:
         self.document_store = document_store
         self.filters = filters
         self.top_k = top_k
+        self.share_documents = share_documents
+        declare_outputs(self, share_documents, hits=RankedHits)
         self.return_embedding = return_embedding
         self.score_threshold = score_threshold
         policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
@@ -69,7 +77,7 @@ class _VectorChannel:
         ``hits`` (:class:`~adaptive_retrieval.components.retrieval.ranked_hits.RankedHits`, what the graph and
         bridge channels read)."""
         if empty or not channel_enabled(self.channel, weights):
-            return {"documents": []}
+            return skipped_output(self.share_documents)
         effective = apply_filter_policy(self._filter_policy, self.filters, filters)
 
         def run_search() -> list[Document]:
@@ -81,7 +89,7 @@ class _VectorChannel:
                 score_threshold=self.score_threshold,
             )
 
-        found = search_or_failure(self.channel, run_search)
+        found = search_or_failure(self.channel, run_search, self.share_documents)
         if found["documents"] is not None:
             found["hits"] = RankedHits.of(found["documents"])
         return found
@@ -97,11 +105,12 @@ class DenseRetriever(_VectorChannel):
     :param top_k: hits per search (the router's ``fetch_k`` overrides it per query).
     :param return_embedding: ask the store for the vectors too (the channel's output drops them all the same:
         kept for YAML written before).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "dense"
 
-    @component.output_types(documents=list[Document] | None, failure=str | None, hits=RankedHits)
     def run(
         self,
         query_embedding: QueryEmbedding,
@@ -125,11 +134,12 @@ class SparseRetriever(_VectorChannel):
     :param document_store: an ``EdgeDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``.
     :param filters: Haystack filters applied to every search.
     :param top_k: hits per search (the router's ``fetch_k`` overrides it per query).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (typed
+        ``Iterable[Document]``, for the joiner) instead of a list; the query pipeline sets it (see ``declare_outputs``).
     """
 
     channel = "sparse"
 
-    @component.output_types(documents=list[Document] | None, failure=str | None, hits=RankedHits)
     def run(
         self,
         query_sparse_embedding: SparseEmbedding,

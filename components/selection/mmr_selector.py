@@ -11,6 +11,7 @@ from haystack import Document, component, default_from_dict
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 
@@ -117,12 +118,13 @@ class MMRSelector:
     @component.output_types(documents=list[Document])
     def run(
         self,
-        documents: list[Document],
+        documents: RankedDocuments,
         query_embedding: QueryEmbedding | None = None,
         lambda_threshold: float | None = None,
         top_k: int | None = None,
     ) -> dict[str, list[Document]]:
         """Return up to ``top_k`` documents in MMR order, each with ``meta["mmr_rank"]`` (1-based)."""
+        documents = list(documents)  # a list, or the joiner's SharedDocuments (read, never changed: see with_fields)
         query_embedding = as_float_list(query_embedding)
         lam = self.lambda_threshold if lambda_threshold is None else float(lambda_threshold)
         self._check_lambda(lam)

@@ -65,7 +65,8 @@ class Sink:
 
 
 def documents_in(value: Any) -> list[Document]:
-    """The documents inside an output value (a document, or lists and dicts of them)."""
+    """The documents inside an output value (a document, or lists and dicts of them) that Haystack copies one by
+    one: none of a ``SharedDocuments`` (a channel's or the joiner's shared list is copied as one value)."""
     if isinstance(value, Document):
         return [value]
     if isinstance(value, (list, tuple)):

@@ -11,7 +11,8 @@ Steps, all in one run so that the ratios compare like with like on a shared mach
    queries one at a time (``POST /query/run``) and read the CPU seconds (``utime + stime`` of ``/proc/PID/stat``)
    of every server process before and after (``serve`` runs a supervisor, a store host and N workers: all are
    summed, :mod:`evaluation.server_metrics`): server CPU per request, per process role, and its ratio to the
-   peer;
+   peer; with ``--baseline-python PY`` the same with another checkout's interpreter, ``--rounds N`` times each in
+   alternating order (a shared machine drifts: one pair can be off by 20 % either way), and the median ratio;
 4. **profile** (unless ``--no-profile``): the same server again, sampled by ``py-spy`` (``pip install py-spy``;
    250 samples/s of the thread that holds the GIL in every server process, so a thread waiting for the GIL is not
    counted; native code that releases the GIL (ONNX Runtime, Qdrant Edge searches) is not seen) or, without it,
@@ -34,6 +35,7 @@ import json
 import os
 import pstats
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -420,6 +422,24 @@ def roles_line(run: dict[str, Any]) -> str:
     return " + ".join(f"{role} {ms:.1f}" for role, ms in run["cpu_ms_by_role"].items())
 
 
+def alternate_servers(store: Path, queries: list[str], workdir: Path, args: argparse.Namespace) -> dict[str, list]:
+    """This server's runs and the baseline's (when asked), ``--rounds`` of each, the order swapped every round: a
+    machine whose speed drifts during the run (a shared one does) weighs on both alike."""
+    runs: dict[str, list] = {"server": [], "baseline_server": []}
+    pythons = {"server": sys.executable, "baseline_server": args.baseline_python}
+    for round_ in range(args.rounds if args.baseline_python else 1):
+        order = ["server", "baseline_server"][:: -1 if round_ % 2 else 1]
+        for key in (k for k in order if pythons[k]):
+            runs[key].append(serve_and_query(store, queries, workdir, None, pythons[key], args.workers))
+            print(f"round {round_ + 1}: {key} {runs[key][-1]['cpu_ms']:.1f} ms/request", flush=True)
+    return runs
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median CPU per request (the lower middle one of an even number)."""
+    return sorted(runs, key=lambda run: run["cpu_ms"])[(len(runs) - 1) // 2]
+
+
 def print_summary(report: dict[str, Any], chunks: int, queries: int) -> None:
     """The table of the peer, this server and the baseline server (when measured)."""
     peer, server = report["peer"], report["server"]
@@ -438,7 +458,10 @@ def print_summary(report: dict[str, Any], chunks: int, queries: int) -> None:
         )
     print(f"server CPU / peer CPU = {report['cpu_ratio_server_to_peer']:.2f}")
     if baseline:
-        print(f"this server / baseline server = {server['cpu_ms'] / baseline['cpu_ms']:.2f} (CPU per request)")
+        ratios = report["round_ratios"]
+        each = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"this server / baseline server = {statistics.median(ratios):.2f} (CPU per request), median of rounds")
+        print(f"  {each} (the table shows each server's median run)")
         same = sum(a == b for a, b in zip(server["answers"], baseline["answers"], strict=True))
         print(f"answers identical to the baseline server's: {same} of {len(server['answers'])}")
 
@@ -460,6 +483,9 @@ def main() -> int:
     )
     parser.add_argument("--json", help="write the report here")
     parser.add_argument(
+        "--rounds", type=int, default=1, help="with --baseline-python: serve both this many times, alternating"
+    )
+    parser.add_argument(
         "--baseline-python",
         help="also serve with this interpreter (e.g. another checkout's .venv/bin/python: the code before a change) "
         "and report its CPU per request in the same run",
@@ -478,11 +504,14 @@ def main() -> int:
     del pipeline
     release_all_clients()
     workdir = Path(tempfile.mkdtemp(prefix="adaptive-profile-"))
-    report["server"] = serve_and_query(store, queries, workdir, None, workers=args.workers)
+    served = alternate_servers(store, queries, workdir, args)
+    report["server"] = median_run(served["server"])
     report["cpu_ratio_server_to_peer"] = report["server"]["cpu_ms"] / report["peer"]["cpu_ms"]
     if args.baseline_python:
-        report["baseline_server"] = serve_and_query(store, queries, workdir, None, args.baseline_python, args.workers)
-        report["baseline_server"]["python"] = args.baseline_python
+        report["baseline_server"] = {**median_run(served["baseline_server"]), "python": args.baseline_python}
+        report["round_ratios"] = [
+            a["cpu_ms"] / b["cpu_ms"] for a, b in zip(served["server"], served["baseline_server"], strict=True)
+        ]
     profiler = None if args.no_profile else (args.profiler or ("py-spy" if py_spy() else "cprofile"))
     if profiler == "py-spy" and not py_spy():
         parser.error("--profiler py-spy: py-spy is not installed (pip install py-spy)")

@@ -102,6 +102,8 @@ def test_a_query_yaml_saved_before_the_lean_documents_answers_as_it_did(tmp_path
     data = YamlMarshaller().unmarshal((YAML_DIR / "query.yaml").read_text(encoding="utf-8"))
     old = YamlMarshaller().unmarshal((YAML_DIR / "query.yaml").read_text(encoding="utf-8"))
     del old["components"]["mmr"]["init_parameters"]["document_store"]
+    for component in old["components"].values():  # nor did channels share their documents then
+        component["init_parameters"].pop("share_documents", None)
     for connection in old["connections"]:
         if connection["sender"] in ("section.structural_hits", "dense.hits", "sparse.hits"):
             connection["sender"] = connection["sender"].rsplit(".", 1)[0] + ".documents"

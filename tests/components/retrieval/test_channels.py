@@ -25,6 +25,7 @@ from adaptive_retrieval.components.routing.profiles import (
     validate_profiles,
     with_channel_share,
 )
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 from adaptive_retrieval.pipelines.query_pipeline import CHANNEL_SOURCES, build_query_pipeline
 from adaptive_retrieval.pipelines.store_config import make_store
 from adaptive_retrieval.pipelines.yaml_io import dumps_pipeline, loads_pipeline
@@ -60,14 +61,14 @@ def test_every_registered_channel_follows_the_channel_contract(pipelines: dict[s
         check_channel_sockets(name, instance, inputs[name], outputs[name])
         assert type(instance).channel == name and isinstance(instance, spec.component)
         assert all(s in SOURCES or s.removesuffix(".hits") in CHANNELS for s in spec.inputs.values())
-        # Zero weight: the channel does not search and sends an empty list (None would mean "failed").
+        # Zero weight: the channel does not search and sends an empty list, shared (None would mean "failed").
         given = {
             "query_embedding": [0.1] * 384,
             "query_sparse_embedding": SparseEmbedding(indices=[1], values=[1.0]),
             "query": "Who founded the band?",
         }
         query = {k: v for k, v in given.items() if k in inputs[name] and (k in spec.inputs or k == "query")}
-        assert instance.run(**query, weights={name: 0.0})["documents"] == []
+        assert list(instance.run(**query, weights={name: 0.0})["documents"]) == []
 
 
 def test_a_component_that_breaks_the_contract_is_named() -> None:
@@ -183,3 +184,14 @@ def test_the_router_weighs_only_the_channels_of_its_pipeline(model_dir: Path) ->
     unnamed = IntentRouter(model=str(model_dir), profiles=profiles, channels=pipeline_channels(opt_in=["graph_global"]))
     weights = unnamed.run(query=query, query_embedding=embedding, escalation=0)["weights"]
     assert weights["graph_global"] == CHANNELS["graph_global"].default_weight == 0.0
+
+
+def test_the_query_pipeline_hands_channel_documents_on_shared_and_a_channel_alone_hands_a_list(
+    pipelines: dict[str, Pipeline], tmp_path: Path
+) -> None:
+    outputs = pipelines["every"].outputs(include_components_with_connected_outputs=True)
+    for name in pipelines["every"].get_component("joiner").channels:
+        assert outputs[name]["documents"]["type"] == RankedDocuments | None, name
+    assert outputs["joiner"]["documents"]["type"] == RankedDocuments
+    alone = CHANNELS["dense"].build({"document_store": make_store(path=str(tmp_path / "qdrant"))})
+    assert not alone.share_documents and alone.__haystack_output__.documents.type == list[Document] | None

@@ -1,0 +1,82 @@
+"""A ranked list of documents handed on as one value: Haystack's copy of a component input takes it as it is.
+
+``Pipeline.run`` deep-copies every input of every component before it runs, one protocol check and one deep copy
+per document of a list. A query's channels hand the joiner five lists (~150 documents) and the joiner hands MMR
+its fused list (~80): most of what Haystack's copies cost a query. :class:`SharedDocuments` is an immutable
+sequence, so its deep copy is itself and a hop costs one check. Its documents are shared between the sender and
+every receiver: a component that takes one reads it and makes a new document for what it changes (the joiner and
+MMR do, with :func:`~adaptive_retrieval.components.document_copy.with_fields`), never changes it in place.
+
+The channels and the joiner send it on their ``ranked`` output, typed ``Iterable[Document]``: a receiver typed
+``Iterable[Document]`` (the joiner's channel inputs, MMR's ``documents``) takes it and a plain ``list[Document]``
+alike, so a stock retriever or a YAML saved before still connects; a receiver typed ``list[Document]`` takes the
+``documents`` output, which every one of them keeps.
+
+Usage::
+
+    ranked = SharedDocuments(documents)     # what a channel sends on `ranked`
+    ranked[0].id, len(ranked), list(ranked)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, overload
+
+from haystack import Document
+
+#: The type the ``ranked`` outputs declare, and the inputs that take them.
+RankedDocuments = Iterable[Document]
+
+
+class SharedDocuments:
+    """An immutable ranked list of documents (see the module docstring): indexing, slicing, ``len`` and iteration
+    as a list; its copies, deep or shallow, are itself.
+
+    :param documents: the documents, best first.
+    """
+
+    __slots__ = ("_documents",)
+
+    def __init__(self, documents: Iterable[Document] = ()) -> None:
+        self._documents = tuple(documents)
+
+    @overload
+    def __getitem__(self, index: int) -> Document: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Document, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Document | tuple[Document, ...]:
+        return self._documents[index]
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self._documents)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SharedDocuments) and self._documents == other._documents
+
+    __hash__ = None  # type: ignore[assignment]  # Documents are mutable objects: no hash
+
+    def __repr__(self) -> str:
+        return f"SharedDocuments({[d.id for d in self._documents]})"
+
+    def __copy__(self) -> SharedDocuments:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SharedDocuments:
+        # Shared by contract (no receiver changes a document in place): a copy would only cost the copying.
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"documents": [document.to_dict(), ...]}`` (Haystack serialises a pipeline's inputs with it in a
+        snapshot)."""
+        return {"documents": [d.to_dict() for d in self._documents]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SharedDocuments:
+        """The inverse of :meth:`to_dict`."""
+        return cls(Document.from_dict(d) for d in data.get("documents", []))
