@@ -20,61 +20,34 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, overload
+from collections.abc import Iterable
+from typing import Any
 
 from haystack import Document
+
+from adaptive_retrieval.components.frozen_sequence import FrozenSequence
 
 #: The type the ``ranked`` outputs declare, and the inputs that take them.
 RankedDocuments = Iterable[Document]
 
 
-class SharedDocuments:
+class SharedDocuments(FrozenSequence[Document]):
     """An immutable ranked list of documents (see the module docstring): indexing, slicing, ``len`` and iteration
-    as a list; its copies, deep or shallow, are itself.
+    as a list; its copies, deep or shallow, are itself (the documents are shared by contract: no receiver changes
+    one in place).
 
     :param documents: the documents, best first.
     """
 
-    __slots__ = ("_documents",)
-
-    def __init__(self, documents: Iterable[Document] = ()) -> None:
-        self._documents = tuple(documents)
-
-    @overload
-    def __getitem__(self, index: int) -> Document: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Document, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Document | tuple[Document, ...]:
-        return self._documents[index]
-
-    def __len__(self) -> int:
-        return len(self._documents)
-
-    def __iter__(self) -> Iterator[Document]:
-        return iter(self._documents)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SharedDocuments) and self._documents == other._documents
-
-    __hash__ = None  # type: ignore[assignment]  # Documents are mutable objects: no hash
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"SharedDocuments({[d.id for d in self._documents]})"
-
-    def __copy__(self) -> SharedDocuments:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> SharedDocuments:
-        # Shared by contract (no receiver changes a document in place): a copy would only cost the copying.
-        return self
+        return f"SharedDocuments({[d.id for d in self]})"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"documents": [document.to_dict(), ...]}`` (Haystack serialises a pipeline's inputs with it in a
         snapshot)."""
-        return {"documents": [d.to_dict() for d in self._documents]}
+        return {"documents": [d.to_dict() for d in self]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SharedDocuments:

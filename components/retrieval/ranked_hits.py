@@ -16,10 +16,12 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple, overload
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from haystack import Document
+
+from adaptive_retrieval.components.frozen_sequence import FrozenSequence
 
 
 class Hit(NamedTuple):
@@ -29,56 +31,31 @@ class Hit(NamedTuple):
     content: str | None
 
 
-class RankedHits(Sequence[Hit]):
+class RankedHits(FrozenSequence[Hit]):
     """An immutable ranked list of :class:`Hit` (see the module docstring).
 
     :param hits: the hits, best first.
     """
 
-    __slots__ = ("_hits",)
+    __slots__ = ()
 
     def __init__(self, hits: Iterable[Hit] = ()) -> None:
-        self._hits = tuple(Hit(*hit) for hit in hits)
+        super().__init__(Hit(*hit) for hit in hits)
 
     @classmethod
     def of(cls, documents: Iterable[Document]) -> RankedHits:
         """The hits of ``documents``, in their order."""
         return cls(Hit(d.id, d.content) for d in documents)
 
-    @overload
-    def __getitem__(self, index: int) -> Hit: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Hit, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Hit | tuple[Hit, ...]:
-        return self._hits[index]
-
-    def __len__(self) -> int:
-        return len(self._hits)
-
-    def __iter__(self) -> Iterator[Hit]:
-        return iter(self._hits)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RankedHits) and self._hits == other._hits
-
-    def __hash__(self) -> int:
-        return hash(self._hits)
+    def __hash__(self) -> int:  # a tuple of tuples of strings
+        return hash(tuple(self))
 
     def __repr__(self) -> str:
-        return f"RankedHits({[h.id for h in self._hits]})"
-
-    def __copy__(self) -> RankedHits:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> RankedHits:
-        # Immutable (a tuple of tuples of strings): a deep copy would equal it in every way.
-        return self
+        return f"RankedHits({[h.id for h in self]})"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"hits": [[id, content], ...]}`` (Haystack serialises a pipeline's inputs with it in a snapshot)."""
-        return {"hits": [list(hit) for hit in self._hits]}
+        return {"hits": [list(hit) for hit in self]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RankedHits:
