@@ -7,14 +7,14 @@ sequence, so its deep copy is itself and a hop costs one check. Its documents ar
 every receiver: a component that takes one reads it and makes a new document for what it changes (the joiner and
 MMR do, with :func:`~adaptive_retrieval.components.document_copy.with_fields`), never changes it in place.
 
-The channels and the joiner send it on their ``ranked`` output, typed ``Iterable[Document]``: a receiver typed
-``Iterable[Document]`` (the joiner's channel inputs, MMR's ``documents``) takes it and a plain ``list[Document]``
-alike, so a stock retriever or a YAML saved before still connects; a receiver typed ``list[Document]`` takes the
-``documents`` output, which every one of them keeps.
+With ``share_documents=True`` (the query pipeline's) the channels and the joiner send it on ``documents``, typed
+``Iterable[Document]``: a receiver typed ``Iterable[Document]`` (the joiner's channel inputs, MMR's ``documents``)
+takes it and a plain ``list[Document]`` alike, so a stock retriever or a YAML saved before still connects; a
+receiver typed ``list[Document]`` refuses it at ``connect`` (without the flag they send a list, as before).
 
 Usage::
 
-    ranked = SharedDocuments(documents)     # what a channel sends on `ranked`
+    ranked = SharedDocuments(documents)     # what a sharing channel sends on `documents`
     ranked[0].id, len(ranked), list(ranked)
 """
 
@@ -27,7 +27,7 @@ from haystack import Document
 
 from adaptive_retrieval.components.frozen_sequence import FrozenSequence
 
-#: The type the ``ranked`` outputs declare, and the inputs that take them.
+#: The type a sharing ``documents`` output declares, and the inputs that take it.
 RankedDocuments = Iterable[Document]
 
 

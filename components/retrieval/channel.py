@@ -92,9 +92,9 @@ def search_or_failure(
 ) -> dict[str, Any]:
     """Run a channel's search: ``{"documents": [...]}`` (as :func:`found_output` hands them on), or when the store
     fails (server down, timeout, closed client) ``{"documents": None, "failure": "<error type>: <message>"}``.
-    The joiner skips a ``None`` list
-    (renormalising the other weights, so one channel never fails the query) and reports the failure it receives on
-    the channel's ``<channel>_failure`` socket in its ``fusion`` output: the reason travels as data, and is logged.
+    The joiner skips a ``None`` list (renormalising the other weights, so one channel never fails the query) and
+    reports the failure it receives on the channel's ``<channel>_failure`` socket in its ``fusion`` output: the
+    reason travels as data, and is logged.
 
     ``ValueError`` and ``TypeError`` still raise: they mean a wrong call or configuration (e.g. an embedding
     dimension the collection does not hold), which retrying or skipping would only hide.

@@ -48,7 +48,7 @@ class RankedHits(FrozenSequence[Hit]):
         return cls(Hit(d.id, d.content) for d in documents)
 
     def __hash__(self) -> int:  # a tuple of tuples of strings
-        return hash(tuple(self))
+        return hash(self._items)
 
     def __repr__(self) -> str:
         return f"RankedHits({[h.id for h in self]})"
