@@ -167,7 +167,8 @@ _SETTINGS = (
         "ADAPTIVE_BLAS_THREADS",
         "1",
         "models",
-        "BLAS threads per call, set by the CLI, the server and the scripts (0 leaves BLAS alone).",
+        "BLAS threads per call: for the whole process in the CLI, the server and the scripts, and while the "
+        "components multiply in any other (0 leaves BLAS alone).",
     ),
     # -- serving --------------------------------------------------------------------------------------------
     Setting(

@@ -42,6 +42,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict, import_class_by_name
 
+from adaptive_retrieval.components.blas_threads import one_blas_thread
 from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
 from adaptive_retrieval.components.gating.attempts import Attempt, AttemptRecord, RetryState, best_attempt, history_of
 from adaptive_retrieval.components.gating.calibration import load_prior, store_calibration_file
@@ -351,7 +352,8 @@ class QualityGate:
         if attempt < 0:
             msg = f"attempt must be >= 0, got {attempt}"
             raise ValueError(msg)
-        signals = self.signals(documents, query, query_embedding, fusion, scoring)
+        with one_blas_thread():
+            signals = self.signals(documents, query, query_embedding, fusion, scoring)
         quality = self.quality(signals, scoring)
         decision, skipped = self._decide(quality, attempt, fusion, strategy, next_strategy, scoring.pass_threshold)
         rounded = {k: round(v, 4) for k, v in signals.items()}

@@ -11,6 +11,7 @@ from typing import Any
 
 from haystack import Document, component
 
+from adaptive_retrieval.components.blas_threads import one_blas_thread
 from adaptive_retrieval.components.document_copy import copy_document
 from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments
 
@@ -100,7 +101,9 @@ def search_or_failure(
     dimension the collection does not hold), which retrying or skipping would only hide.
     """
     try:
-        return found_output(channel_documents(search()), share_documents)
+        with one_blas_thread():  # section, graph and feedback scores multiply small matrices
+            found = search()
+        return found_output(channel_documents(found), share_documents)
     except (ValueError, TypeError):
         raise
     except Exception as err:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from haystack import component
 
+from adaptive_retrieval.components.blas_threads import one_blas_thread
 from adaptive_retrieval.components.channel_names import check_channel_set, pipeline_channels
 from adaptive_retrieval.components.limits import MAX_QUERY_CHARS, check_query
 from adaptive_retrieval.components.models.embedding_cache import cached_encode
@@ -252,7 +253,8 @@ class IntentRouter:
         """
         check_query(query, self.max_query_chars)
         start = time.perf_counter()
-        classifier = self.classify(query_embedding)
+        with one_blas_thread():
+            classifier = self.classify(query_embedding)
         rules = apply_rules(query, self.rule_strengths)
         priors = {i: p for i, p in rules.priors.items() if i in self.profiles and p > 0}
         mass = min(sum(priors.values()), 0.85)

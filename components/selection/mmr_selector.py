@@ -8,6 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from haystack import Document, component, default_from_dict
 
+from adaptive_retrieval.components.blas_threads import one_blas_thread
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
@@ -159,8 +160,9 @@ class MMRSelector:
                 raise ValueError(msg)
             query = np.asarray(query_embedding, dtype=np.float32)
             query = query / max(float(np.linalg.norm(query)), 1e-12)
-        relevance = self._relevance(documents, query, emb)
-        picked = mmr_select(relevance, emb, k, lam, self.duplicate_threshold)
+        with one_blas_thread():
+            relevance = self._relevance(documents, query, emb)
+            picked = mmr_select(relevance, emb, k, lam, self.duplicate_threshold)
         out = [
             with_fields(
                 documents[i], meta={**documents[i].meta, "mmr_rank": r}, embedding=as_list(vectors, documents[i])

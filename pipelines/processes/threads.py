@@ -5,7 +5,9 @@ scores). OpenBLAS splits each product over every core and its threads busy-wait 
 shared by concurrent queries (a server) or other processes, one 150 × 384 product took 50 ms instead of 0.4 ms.
 One BLAS thread per query thread is faster for matrices this size, and concurrent queries still use every core.
 This is process-wide, so a library import never does it: the CLI, the served pipelines and the benchmark
-scripts call :func:`limit_blas_threads`; an application that loads the YAML itself can call it too.
+scripts call :func:`limit_blas_threads`. An application that loads the YAML itself gets the same limit only while
+the components multiply (:mod:`adaptive_retrieval.components.blas_threads`), or for the whole process by calling
+it too.
 """
 
 from __future__ import annotations
@@ -13,11 +15,9 @@ from __future__ import annotations
 import logging
 
 from adaptive_retrieval.components import settings
+from adaptive_retrieval.components.blas_threads import BLAS_THREADS_ENV
 
 logger = logging.getLogger(__name__)
-
-#: BLAS threads per process (``0`` leaves the libraries' own setting alone).
-BLAS_THREADS_ENV = "ADAPTIVE_BLAS_THREADS"
 
 
 def limit_blas_threads(threads: int | None = None) -> int | None:

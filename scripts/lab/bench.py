@@ -202,7 +202,7 @@ def gate_signals_peer(pipeline: Any, asked: list[str]) -> dict[str, Any]:
     times: dict[str, list[float]] = {"soft": [], "stems": []}
     differ = 0
     for query in asked:
-        documents = run_query(pipeline, query)["documents"]
+        documents = run_query(pipeline, query).documents
         vector = list(embedder.run(text=query)["vector"])
         out = {}
         for name, judge in (("soft", gate), ("stems", stems_only)):
@@ -260,7 +260,7 @@ def mmr_comparison(size: int, queries: int, root: Path, lambda_: float = 0.5, to
     asked = synthetic_queries(passages, queries, seed=2)
     for n, query in enumerate(asked):
         result = pipeline.run(query_inputs(pipeline, query), include_outputs_from={"joiner", "query_embedder"})
-        candidates = result["joiner"]["documents"]
+        candidates = list(result["joiner"]["documents"])
         if len(candidates) <= top_k:
             continue
         sizes.append(len(candidates))

@@ -39,6 +39,7 @@ from adaptive_retrieval.components.models import OnnxTextEmbedder
 from adaptive_retrieval.components.retrieval import SectionTreeRetriever
 from adaptive_retrieval.components.routing import default_profiles
 from adaptive_retrieval.pipelines import (
+    QueryResult,
     build_indexing_pipeline,
     build_query_pipeline,
     file_hash,
@@ -120,16 +121,16 @@ def main() -> None:
         runs = {
             "dense-only": lambda v=vector: dense.run(query_embedding=v)["documents"],
             "section channel alone": lambda v=vector: section.run(query_embedding=v)["documents"],
-            "pipeline, section off": lambda q=question.question: run_query(without_section, q)["documents"],
+            "pipeline, section off": lambda q=question.question: run_query(without_section, q).documents,
             "pipeline": lambda q=question.question: run_query(pipeline, q),
         }
         for name, run in runs.items():
             t0 = time.perf_counter()
             out = run()
             latency[name].append((time.perf_counter() - t0) * 1000)
-            if isinstance(out, dict):  # the shipped pipeline: also count how often the router used the channel
-                section_weighted += out["weights"].get("section", 0.0) > 0
-                out = out["documents"]
+            if isinstance(out, QueryResult):  # the shipped pipeline: also count how often the router used it
+                section_weighted += out.weights.get("section", 0.0) > 0
+                out = out.documents
             ranked = paper_ranking(out)
             rows[name].append(
                 (recall_at_k(ranked, question.gold_ids, 5), reciprocal_rank(ranked, question.gold_ids, 10))

@@ -178,7 +178,7 @@ def main() -> None:
         t0 = time.perf_counter()
         result = run_query(pipeline, q["q"])
         ms = (time.perf_counter() - t0) * 1000
-        docs = result["documents"]
+        docs = result.documents
         hits = [chunk_in_section(d, q, ref) for d in docs[:3]]
         top = docs[0] if docs else None
         rows.append(
@@ -188,8 +188,8 @@ def main() -> None:
                 "set": q.get("set", "first"),
                 "top1": bool(hits[:1] and hits[0]),
                 "top3": any(hits),
-                "structural": result.get("structural"),
-                "intent": result["intent"],
+                "structural": result.structural,
+                "intent": result.intent,
                 "ms": round(ms, 1),
                 "first": None if top is None else [Path(str(top.meta.get("source"))).name, top.meta.get("section")],
                 "top3_docs": [{"source": d.meta.get("source"), "content": d.content} for d in docs[:3]],
