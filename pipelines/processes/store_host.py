@@ -31,7 +31,7 @@ from typing import Any
 
 from adaptive_retrieval.components.locations import qdrant_folder
 from adaptive_retrieval.components.stores.documents.edge_document_store import EdgeDocumentStore
-from adaptive_retrieval.components.stores.documents.remote_document_store import REMOTE_METHODS
+from adaptive_retrieval.components.stores.documents.remote_document_store import REMOTE_METHODS, WIRE_METHODS
 from adaptive_retrieval.components.stores.documents.store_wire import (
     WireClosedError,
     recv_message,
@@ -86,7 +86,7 @@ class StoreHost:
             count = store.write_count
             # None while a write runs: the worker then keeps nothing of this answer.
             generation = None if count is None else (self.token, count)
-            return "ok", getattr(store, method)(*args, **kwargs), generation
+            return "ok", getattr(store, WIRE_METHODS.get(method, method))(*args, **kwargs), generation
         except Exception as err:  # every failure goes back to the caller, as the embedded store raises it
             return "error", err, None
 

@@ -30,6 +30,7 @@ from adaptive_retrieval.components.stores.documents.edge_queries import dense_qu
 from adaptive_retrieval.components.stores.documents.edge_shards import (
     OpenShard,
 )
+from adaptive_retrieval.components.stores.documents.wire_documents import WireDocuments
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +51,22 @@ class EdgeSearches:
 
         :raises ValueError: when the query's dimension differs from the index's.
         """
+        return self._search_dense(query_embedding, top_k, filters, return_embedding, score_threshold, wire=False)
+
+    def _search_dense(
+        self,
+        query_embedding: list[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        return_embedding: bool,
+        score_threshold: float | None,
+        wire: bool,
+    ) -> Any:
         self._opened()  # an index built with other settings is named as such, before the query is blamed
         self._check_ledger()
         query = dense_query(query_embedding, self.embedding_dim, self.index)
         params = qe.SearchParams(hnsw_ef=self.hnsw_ef) if self.hnsw_ef is not None else None
-        return self._query(query, top_k, filters, return_embedding, score_threshold, params)
+        return self._query(query, top_k, filters, return_embedding, score_threshold, params, wire=wire)
 
     def search_sparse(
         self,
@@ -66,28 +78,73 @@ class EdgeSearches:
         score_threshold: float | None = None,
     ) -> list[Document]:
         """The ``top_k`` documents by sparse (BM25 with IDF) score among those matching ``filters``."""
+        return self._search_sparse(
+            query_sparse_embedding, top_k, filters, return_embedding, score_threshold, wire=False
+        )
+
+    def _search_sparse(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        top_k: int,
+        filters: dict[str, Any] | None,
+        return_embedding: bool,
+        score_threshold: float | None,
+        wire: bool,
+    ) -> Any:
         if not self.use_sparse_embeddings:
             msg = f"The index '{self.index}' was created without sparse vectors (use_sparse_embeddings=False)."
             raise ValueError(msg)
         query = sparse_query(query_sparse_embedding)
         if query is None:
-            return []
+            return WireDocuments([]) if wire else []
         self._check_ledger()
-        return self._query(query, top_k, filters, return_embedding, score_threshold)
+        return self._query(query, top_k, filters, return_embedding, score_threshold, wire=wire)
 
     def fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> list[Document]:
         """Documents by id, in the order given (missing ids left out), with the dense vector (unless ``dense`` is
         False) and, if asked, the sparse one; a vector that cannot be right raises :class:`StoreDamagedError`, as
         in a search's answer (the query path reads through here; the cache of :mod:`.point_cache` serves it)."""
-        if not ids:
-            return []
+        return self._fetch_documents(ids, sparse, dense, wire=False)
+
+    def _fetch_documents(self, ids: list[str], sparse: bool, dense: bool, wire: bool) -> Any:
         wanted = {point_id(i): i for i in dict.fromkeys(ids)}
-        kept = None if sparse else self._kept_by_id(list(wanted))
+        kept = None if sparse or not wanted else self._kept_by_id(list(wanted))
         if kept is not None:
-            return [PointCache.document(kept[p], None, dense) for p in wanted if p in kept]
-        documents = self._retrieve(wanted, sparse=sparse, dense=dense)
+            points = [(kept[p], None) for p in wanted if p in kept]
+            return WireDocuments.of_points(points, dense) if wire else [PointCache.document(*p, dense) for p in points]
+        documents = self._retrieve(wanted, sparse=sparse, dense=dense) if wanted else []
         self._check_vectors(documents)
-        return documents
+        return WireDocuments.of_documents(documents) if wire else documents
+
+    # -- the same, as a store host sends them to its workers (:mod:`.wire_documents`) -----------------------------
+
+    def wire_search_dense(
+        self,
+        query_embedding: list[float],
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> WireDocuments:
+        """:meth:`search_dense`'s documents as a store host sends them."""
+        return self._search_dense(query_embedding, top_k, filters, return_embedding, score_threshold, wire=True)
+
+    def wire_search_sparse(
+        self,
+        query_sparse_embedding: SparseEmbedding,
+        *,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = True,
+        score_threshold: float | None = None,
+    ) -> WireDocuments:
+        """:meth:`search_sparse`'s documents as a store host sends them."""
+        return self._search_sparse(query_sparse_embedding, top_k, filters, return_embedding, score_threshold, wire=True)
+
+    def wire_fetch_documents(self, ids: list[str], *, sparse: bool = False, dense: bool = True) -> WireDocuments:
+        """:meth:`fetch_documents`'s documents as a store host sends them."""
+        return self._fetch_documents(ids, sparse, dense, wire=True)
 
     def dense_vectors(self, ids: list[str]) -> dict[str, np.ndarray | None]:
         """The dense vector of each of ``ids`` the store holds (ids it does not hold are left out; ``None``: stored
@@ -115,7 +172,10 @@ class EdgeSearches:
         return_embedding: bool,
         score_threshold: float | None,
         params: Any = None,
-    ) -> list[Document]:
+        *,
+        wire: bool = False,
+    ) -> Any:
+        """The hits of ``query`` as documents, or as :class:`.WireDocuments` when ``wire``."""
         opened = self._opened()
         generation = opened.stable_generation()
         if opened.points is not None and generation is not None:
@@ -126,12 +186,15 @@ class EdgeSearches:
                 raise vector_damage(self.shard_path, self.folder, problem)
             kept = self._kept_points(opened, generation, [h.id for h in hits])
             if kept is not None and len(kept) == len(hits):
-                return [opened.points.document(kept[h.id], h.score, return_embedding) for h in hits]
+                points = [(kept[h.id], h.score) for h in hits]
+                if wire:
+                    return WireDocuments.of_points(points, return_embedding)
+                return [PointCache.document(point, score, return_embedding) for point, score in points]
             # A write since the search (the hits are of another state): searched again, as without the cache.
         request = query_request(query, top_k, filters, return_embedding, score_threshold, params)
         documents = [point_to_document(p, p.score) for p in self._read(self.shard.query, request)]
         self._check_vectors(documents)
-        return documents
+        return WireDocuments.of_documents(documents) if wire else documents
 
     def _retrieve(self, wanted: dict[Any, str], *, sparse: bool, dense: bool = True) -> list[Document]:
         """The documents of ``wanted`` (point id → document id) the shard holds, in that order, read from it."""

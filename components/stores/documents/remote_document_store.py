@@ -26,6 +26,7 @@ import socket as socket_module
 import threading
 import time
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -44,6 +45,7 @@ from adaptive_retrieval.components.stores.documents.edge_document_store import (
 from adaptive_retrieval.components.stores.documents.edge_shards import check_store_settings
 from adaptive_retrieval.components.stores.documents.store_wire import recv_message, send_message
 from adaptive_retrieval.components.stores.documents.vector_search import check_query_dimension
+from adaptive_retrieval.components.stores.documents.wire_documents import WireDocuments
 from adaptive_retrieval.components.stores.store_errors import StoreError
 
 logger = logging.getLogger(__name__)
@@ -72,6 +74,9 @@ REMOTE_METHODS = frozenset(
         "dense_vectors",
     }
 )
+#: Methods whose documents the host sends packed (:mod:`.wire_documents`): the host runs the ``wire_`` form, the
+#: worker makes the documents.
+WIRE_METHODS = MappingProxyType({name: f"wire_{name}" for name in ("search_dense", "search_sparse", "fetch_documents")})
 
 
 #: The search option without and with the dense vectors (see RemoteDocumentStore._with_kept_vectors).
@@ -213,6 +218,8 @@ class RemoteDocumentStore:
                 delay = min(delay * 2, 1.0)
         if status == "error":
             raise value
+        if isinstance(value, WireDocuments):  # a search's or a fetch's documents (see WIRE_METHODS)
+            value = value.documents()
         if self._vectors is not None:
             self._vectors.observe(generation)
         return value, generation

@@ -4,6 +4,7 @@ nothing read while a write runs is kept, and the cache's own bounds. A real Qdra
 
 from __future__ import annotations
 
+import pickle
 import threading
 from pathlib import Path
 
@@ -199,3 +200,38 @@ def test_dense_vectors_by_id_are_the_documents_own_with_and_without_the_cache(st
             with pytest.raises(ValueError, match="read-only"):
                 vector[0] = 9.0  # the cache's own row: nobody may change it
     assert stores.dense_vectors([]) == {}
+
+
+# -- the same answers as a store host sends them (components/stores/documents/wire_documents.py) -------------------
+
+WIRE_CALLS = {
+    "dense with vectors": lambda s: s.wire_search_dense(list(_unit(np.random.default_rng(7), 1)[0]), top_k=12),
+    "dense without vectors": lambda s: s.wire_search_dense(
+        list(_unit(np.random.default_rng(8), 1)[0]), top_k=12, return_embedding=False
+    ),
+    "dense filtered": lambda s: s.wire_search_dense(
+        list(_unit(np.random.default_rng(9), 1)[0]), top_k=8, filters=LEVEL0
+    ),
+    "sparse": lambda s: s.wire_search_sparse(SparseEmbedding(indices=[1, 12], values=[1.0, 1.0]), top_k=10),
+    "fetch": lambda s: s.wire_fetch_documents(["d3", "nope", "d1", "d3"]),
+    "fetch without vectors": lambda s: s.wire_fetch_documents(["d5", "d2"], dense=False),
+    "fetch with sparse": lambda s: s.wire_fetch_documents(["d5", "d2"], sparse=True),
+}
+
+
+@pytest.mark.parametrize("name", list(WIRE_CALLS))
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+def test_wire_answers_unpack_to_the_documents_the_store_returns(stores: EdgeDocumentStore, name: str, cached: bool):
+    expected = _plain(stores, CALLS[name])
+    for _ in range(2):  # the first call fills the cache, the second is answered from it
+        wire = WIRE_CALLS[name](stores) if cached else _plain(stores, WIRE_CALLS[name])
+        arrived = pickle.loads(pickle.dumps(wire, pickle.HIGHEST_PROTOCOL))
+        documents = arrived.documents()
+        assert [list(d.__dict__) for d in documents] == [list(d.__dict__) for d in expected]  # field order too
+        assert _fields(documents) == _fields(expected)
+        assert all(type(d) is Document for d in documents)
+
+
+def test_an_empty_wire_answer_unpacks_to_no_documents(stores: EdgeDocumentStore) -> None:
+    assert stores.wire_fetch_documents([]).documents() == []
+    assert stores.wire_search_sparse(SparseEmbedding(indices=[], values=[])).documents() == []
