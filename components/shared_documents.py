@@ -53,3 +53,16 @@ class SharedDocuments(FrozenSequence[Document]):
     def from_dict(cls, data: dict[str, Any]) -> SharedDocuments:
         """The inverse of :meth:`to_dict`."""
         return cls(Document.from_dict(d) for d in data.get("documents", []))
+
+
+def documents_type(share_documents: bool) -> Any:
+    """The type a ``documents`` output declares: :data:`RankedDocuments` when shared, else ``list[Document]``."""
+    return RankedDocuments if share_documents else list[Document]
+
+
+def hand_on(documents: Iterable[Document], share_documents: bool) -> Iterable[Document]:
+    """``documents`` as a ``documents`` output of :func:`documents_type` sends them: one :class:`SharedDocuments`,
+    or a list (a list given is sent as it is)."""
+    if share_documents:
+        return documents if isinstance(documents, SharedDocuments) else SharedDocuments(documents)
+    return documents if isinstance(documents, list) else list(documents)

@@ -93,9 +93,11 @@ def build_query_pipeline(
         p.add_component(channel, CHANNELS[channel].build(stores, share_documents=True))
     p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K, share_documents=True))
     # The channels hand their documents on without vectors: MMR reads its candidates' vectors from the store by id.
-    p.add_component("mmr", MMRSelector(document_store=store))
-    p.add_component("ranker", LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP))
-    p.add_component("structural_first", StructuralFirst())
+    # MMR, the reranker and StructuralFirst hand their selection on shared too, as far as the gate.
+    p.add_component("mmr", MMRSelector(document_store=store, share_documents=True))
+    ranker = LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP, share_documents=True)
+    p.add_component("ranker", ranker)
+    p.add_component("structural_first", StructuralFirst(share_documents=True))
     # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
     p.add_component("gate", QualityGate(document_store=store))
     p.add_component("loop", RetryLoop())
@@ -224,7 +226,7 @@ def run_query(pipeline: Pipeline, query: str) -> QueryResult:
     # Pipelines without a gate (older YAML) end at the ranker or at MMR.
     ends = ("gate", "structural_first", "ranker", "mmr", "joiner")
     final = next((result[n] for n in ends if "documents" in result.get(n, {})), {})
-    documents: list[Document] = final.get("documents", [])
+    documents: list[Document] = list(final.get("documents", []))
     weighted = [c for c in joiner.channels if router["weights"].get(c, 0.0) > 0]
     failed = [c for c in weighted if c not in fusion["sizes"]]
     reasons = {c: fusion.get("failures", {}).get(c, "failed (see the log)") for c in failed}

@@ -60,7 +60,7 @@ import numpy as np
 from haystack import Document
 
 from adaptive_retrieval.components.text.keys import fold
-from adaptive_retrieval.components.text.terms import content_terms, content_words, stems
+from adaptive_retrieval.components.text.terms import content_terms, content_words, stems, term_set
 
 if TYPE_CHECKING:
     from adaptive_retrieval.components.gating.word_vectors import WordVectors
@@ -163,7 +163,7 @@ def _lexical(documents: Sequence[Document], terms: list[str]) -> tuple[list[list
     """Each passage's content words and which asked ``terms`` (stems, or a stem variant, :func:`_variants`) it
     holds ``[docs, terms]`` (0/1)."""
     texts = [content_words(doc.content or "") for doc in documents]
-    held = [set(stems(words)) for words in texts]
+    held = [term_set(doc.content or "") for doc in documents]
     stemmed = sorted(set().union(*held))
     variants = [_variants(t, stemmed) for t in terms]
     credit = np.asarray([[not forms.isdisjoint(stems_) for forms in variants] for stems_ in held], dtype=np.float64)

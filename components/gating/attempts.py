@@ -15,7 +15,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,7 @@ class Attempt:
     """One attempt's evidence, kept so that the loop can return the best one when none passes."""
 
     attempt: int
-    documents: list[Document]
+    documents: Sequence[Document]
     quality: float
     signals: Mapping[str, float] = field(default_factory=dict)
 

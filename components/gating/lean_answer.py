@@ -15,6 +15,7 @@ from haystack import Document, component
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 
 
 @component
@@ -40,7 +41,7 @@ class LeanAnswer:
     )
     def run(
         self,
-        documents: list[Document],
+        documents: RankedDocuments,
         decision: str | None = None,
         quality: float | None = None,
         query_embedding: QueryEmbedding | None = None,
@@ -58,6 +59,7 @@ class LeanAnswer:
             ``query_embedding`` (``None`` without ``include_embeddings``).
         """
         keep = self.include_embeddings if include_embeddings is None else include_embeddings
+        documents = list(documents)  # the final answer is a list, whatever the gate was handed
         if not keep:
             documents = [
                 with_fields(d, embedding=None, sparse_embedding=None)

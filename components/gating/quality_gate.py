@@ -54,6 +54,7 @@ from adaptive_retrieval.components.gating.verdict import Verdict, verdict
 from adaptive_retrieval.components.gating.word_vectors import WordVectors
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.components.text.names import query_names
 
@@ -317,7 +318,7 @@ class QualityGate:
     )
     def run(
         self,
-        documents: list[Document],
+        documents: RankedDocuments,
         query: str,
         query_embedding: QueryEmbedding | None = None,
         fusion: dict[str, Any] | None = None,
@@ -366,7 +367,7 @@ class QualityGate:
         if decision == "insufficient" and best.attempt != attempt:
             logger.info("No attempt passed; returning attempt %d, the best (quality %.3f)", best.attempt, best.quality)
         out = {
-            "documents": best.documents,
+            "documents": list(best.documents),
             "decision": decision,
             "quality": round(best.quality, 4),
             "signals": {k: round(v, 4) for k, v in best.signals.items()},

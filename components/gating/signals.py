@@ -40,7 +40,7 @@ from haystack import Document
 from adaptive_retrieval.components.gating.answerability import asked_coverage
 from adaptive_retrieval.components.text.keys import normalise_key
 from adaptive_retrieval.components.text.names import query_names
-from adaptive_retrieval.components.text.terms import content_terms
+from adaptive_retrieval.components.text.terms import content_terms, term_set
 
 if TYPE_CHECKING:
     from adaptive_retrieval.components.gating.word_vectors import WordVectors
@@ -125,7 +125,7 @@ def gate_signals(
     if wanted and top:
         found: set[str] = set()
         for doc in top:
-            found |= content_terms(f"{doc.meta.get('title', '')} {doc.content or ''}")
+            found |= term_set(f"{doc.meta.get('title', '')} {doc.content or ''}")
         signals["coverage"] = len(wanted & found) / len(wanted)
     elif not wanted:
         signals["coverage"] = 1.0  # nothing to cover (a query of stop words): not evidence of a miss

@@ -12,10 +12,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from haystack import Document
+from haystack import Document, component
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.limits import check_query
+from adaptive_retrieval.components.shared_documents import RankedDocuments, documents_type, hand_on
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,13 @@ class RerankerBase:
     #: Short name written to ``meta["reranker"]`` of reranked documents.
     kind = "reranker"
 
-    def __init__(self, top_k: int | None, batch_size: int, meta_fields_to_embed: list[str] | None) -> None:
+    def __init__(
+        self,
+        top_k: int | None,
+        batch_size: int,
+        meta_fields_to_embed: list[str] | None,
+        share_documents: bool = False,
+    ) -> None:
         if top_k is not None and top_k < 1:
             msg = f"top_k must be >= 1 or None, got {top_k}"
             raise ValueError(msg)
@@ -49,6 +56,9 @@ class RerankerBase:
         self.top_k = top_k
         self.batch_size = batch_size
         self.meta_fields_to_embed = list(meta_fields_to_embed or [])
+        # Sent as one SharedDocuments (see adaptive_retrieval.components.shared_documents) when set.
+        self.share_documents = share_documents
+        component.set_output_types(self, documents=documents_type(share_documents))
 
     def document_text(self, doc: Document) -> str:
         """The text a document is scored on: the chosen meta fields, then the content."""
@@ -66,12 +76,12 @@ class RerankerBase:
 
     def rerank(
         self,
-        documents: list[Document],
+        documents: RankedDocuments,
         query: str,
         top_k: int | None,
         rerank: bool | None,
         head: int | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, Any]:
         """Sort ``documents`` by :meth:`score`; return them unchanged (capped at ``top_k``) when ``rerank`` is False.
 
         Reranked documents get the new ``score``; the upstream one is kept in ``meta["upstream_score"]``.
@@ -85,11 +95,12 @@ class RerankerBase:
             msg = f"top_k must be >= 1 or None, got {k}"
             raise ValueError(msg)
         if rerank is False or not documents:
-            return {"documents": list(documents[:k] if k is not None else documents)}
+            return {"documents": hand_on(list(documents)[:k] if k is not None else documents, self.share_documents)}
         check_query(query)  # the reranker needs the question to score documents against
         start = time.perf_counter()
-        tail = list(documents[head:]) if head is not None else []
-        documents = list(documents[:head]) if head is not None else documents
+        documents = list(documents)  # a list, or MMR's SharedDocuments (read, never changed: see with_fields)
+        tail = documents[head:] if head is not None else []
+        documents = documents[:head] if head is not None else documents
         scores = self.score(query, [self.document_text(d) for d in documents])
         order = sorted(range(len(documents)), key=lambda i: (-float(scores[i]), i))
         out = [
@@ -106,4 +117,4 @@ class RerankerBase:
         logger.debug(
             "%s reranked %d documents in %.1f ms", self.kind, len(documents), 1000 * (time.perf_counter() - start)
         )
-        return {"documents": out}
+        return {"documents": hand_on(out, self.share_documents)}

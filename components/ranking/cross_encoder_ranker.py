@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from haystack import Document, component
+from haystack import component
 
 from adaptive_retrieval.components import settings
 from adaptive_retrieval.components.models.onnx_encoder import open_session
@@ -31,6 +31,7 @@ from adaptive_retrieval.components.models.runtime import resolve_device, resolve
 from adaptive_retrieval.components.models.token_encoder import ONNX_PRECISIONS, TORCH_PRECISIONS
 from adaptive_retrieval.components.ranking.base import RerankerBase, length_batches, relevance_logit
 from adaptive_retrieval.components.ranking.torch_cross_encoder import TorchCrossEncoder
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class CrossEncoderRanker(RerankerBase):
     :param max_length: tokens per pair (capped by the model's position table); longer pairs are truncated.
     :param meta_fields_to_embed: meta fields prepended to the content (e.g. ``title``).
     :param scale_score: map logits to (0, 1) with a sigmoid (the models' own convention for relevance).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (Haystack copies it
+        once, not document by document).
     """
 
     kind = "cross_encoder"
@@ -97,10 +100,10 @@ class CrossEncoderRanker(RerankerBase):
         max_length: int = 512,
         meta_fields_to_embed: list[str] | None = None,
         scale_score: bool = True,
+        share_documents: bool = False,
     ) -> None:
-        RerankerBase.__init__(
-            self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
-        )
+        fields = ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
+        RerankerBase.__init__(self, top_k, batch_size, fields, share_documents)
         if precision is not None and precision not in (*ONNX_PRECISIONS, *TORCH_RERANK_PRECISIONS):
             msg = (
                 f"Unknown precision '{precision}' for a cross-encoder; choose 'fp32' or 'int8' "
@@ -206,10 +209,9 @@ class CrossEncoderRanker(RerankerBase):
             scores = 1.0 / (1.0 + np.exp(-scores))
         return scores
 
-    @component.output_types(documents=list[Document])
     def run(
         self,
-        documents: list[Document],
+        documents: RankedDocuments,
         query: str,
         top_k: int | None = None,
         rerank: bool | None = None,

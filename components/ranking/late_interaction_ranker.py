@@ -26,12 +26,13 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-from haystack import Document, component
+from haystack import component
 
 from adaptive_retrieval.components.models.encoder import get_encoder
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.token_encoder import TokenEncoder, normalise_numpy
 from adaptive_retrieval.components.ranking.base import RerankerBase
+from adaptive_retrieval.components.shared_documents import RankedDocuments
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class LateInteractionRanker(RerankerBase):
     :param meta_fields_to_embed: meta fields prepended to the content before encoding (e.g. ``title``).
     :param rerank_top: rerank only the first N incoming documents (``None``: all of them).
     :param query_cache_size: queries whose token embeddings are kept (0 disables the cache).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (the query pipeline's
+        setting: Haystack copies it once, not document by document).
     """
 
     kind = "late_interaction"
@@ -66,6 +69,7 @@ class LateInteractionRanker(RerankerBase):
         meta_fields_to_embed: list[str] | None = None,
         rerank_top: int | None = None,
         query_cache_size: int = 64,
+        share_documents: bool = False,
     ) -> None:
         if rerank_top is not None and rerank_top < 1:
             msg = f"rerank_top must be >= 1 or None, got {rerank_top}"
@@ -73,9 +77,8 @@ class LateInteractionRanker(RerankerBase):
         if query_cache_size < 0:
             msg = f"query_cache_size must be >= 0, got {query_cache_size}"
             raise ValueError(msg)
-        RerankerBase.__init__(
-            self, top_k, batch_size, ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
-        )
+        fields = ["title"] if meta_fields_to_embed is None else meta_fields_to_embed
+        RerankerBase.__init__(self, top_k, batch_size, fields, share_documents)
         self.model = model
         self.precision = precision
         self.device = device
@@ -130,10 +133,9 @@ class LateInteractionRanker(RerankerBase):
         assert self._encoder is not None
         return self._encoder.maxsim_scores(q, texts, self.batch_size)
 
-    @component.output_types(documents=list[Document])
     def run(
         self,
-        documents: list[Document],
+        documents: RankedDocuments,
         query: str,
         top_k: int | None = None,
         rerank: bool | None = None,

@@ -12,7 +12,7 @@ from adaptive_retrieval.components.blas_threads import one_blas_thread
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
 from adaptive_retrieval.components.selection.mmr import mmr_select
-from adaptive_retrieval.components.shared_documents import RankedDocuments
+from adaptive_retrieval.components.shared_documents import RankedDocuments, documents_type, hand_on
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
 
@@ -44,6 +44,7 @@ class MMRSelector:
         relevance: Literal["score", "query"] = "score",
         duplicate_threshold: float | None = 0.98,
         document_store: Any | None = None,
+        share_documents: bool = False,
     ) -> None:
         """
         :param top_k: documents to select.
@@ -56,6 +57,9 @@ class MMRSelector:
         :param document_store: the index the candidates come from (an ``EdgeDocumentStore``, a
             ``RemoteDocumentStore`` or a qdrant-haystack ``QdrantDocumentStore``): the vectors of candidates that
             carry none are read from it by id, in one call (``None``: only the documents' own vectors count).
+        :param share_documents: send ``documents`` as one shared, read-only
+            :class:`~adaptive_retrieval.components.shared_documents.SharedDocuments` (typed ``Iterable[Document]``):
+            Haystack copies it once, not document by document (the query pipeline's setting).
         """
         if relevance not in ("score", "query"):
             msg = f"relevance must be 'score' or 'query', got {relevance!r}"
@@ -66,6 +70,8 @@ class MMRSelector:
         self.relevance = relevance
         self.duplicate_threshold = duplicate_threshold
         self.document_store = document_store
+        self.share_documents = share_documents
+        component.set_output_types(self, documents=documents_type(share_documents))
         self._search: VectorSearch | None = vector_search(document_store) if document_store is not None else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,14 +122,13 @@ class MMRSelector:
         span = scores.max() - scores.min()
         return (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
 
-    @component.output_types(documents=list[Document])
     def run(
         self,
         documents: RankedDocuments,
         query_embedding: QueryEmbedding | None = None,
         lambda_threshold: float | None = None,
         top_k: int | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, Any]:
         """Return up to ``top_k`` documents in MMR order, each with ``meta["mmr_rank"]`` (1-based)."""
         documents = list(documents)  # a list, or the joiner's SharedDocuments (read, never changed: see with_fields)
         query_embedding = as_float_list(query_embedding)
@@ -131,7 +136,7 @@ class MMRSelector:
         self._check_lambda(lam)
         k = self.top_k if top_k is None else top_k
         if not documents or k <= 0:
-            return {"documents": []}
+            return {"documents": hand_on([], self.share_documents)}
         if self.duplicate_threshold is not None:
             documents = self._drop_same_text(documents)
         vectors = self.stored_vectors(documents)
@@ -169,7 +174,7 @@ class MMRSelector:
             )
             for r, i in enumerate(picked, 1)
         ]
-        return {"documents": out}
+        return {"documents": hand_on(out, self.share_documents)}
 
 
 def as_list(vectors: dict[str, Any], document: Document) -> list[float] | None:

@@ -7,6 +7,7 @@ from typing import Any
 from haystack import Document, component
 
 from adaptive_retrieval.components.document_copy import with_fields
+from adaptive_retrieval.components.shared_documents import RankedDocuments, documents_type, hand_on
 
 _MARK = {"via": "structural", "parent_id": None}
 
@@ -36,17 +37,20 @@ class StructuralFirst:
         out["documents"][0].meta["section_tree"]["via"]   # "structural"
     """
 
-    def __init__(self, max_first: int = 3) -> None:
+    def __init__(self, max_first: int = 3, share_documents: bool = False) -> None:
         """
         :param max_first: structural chunks placed first at most (the rest keep their ranked places).
+        :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (the query
+            pipeline's setting: Haystack copies it once, not document by document).
         """
         if max_first < 1:
             msg = f"max_first must be >= 1, got {max_first}"
             raise ValueError(msg)
         self.max_first = max_first
+        self.share_documents = share_documents
+        component.set_output_types(self, documents=documents_type(share_documents))
 
-    @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], structural: list[Document] | None = None) -> dict[str, Any]:
+    def run(self, documents: RankedDocuments, structural: RankedDocuments | None = None) -> dict[str, Any]:
         """Reorder ``documents`` so that the structural matches in ``structural`` lead.
 
         :param documents: the ranked final list.
@@ -54,7 +58,7 @@ class StructuralFirst:
         """
         matched = [d for d in structural or [] if is_structural(d)]
         if not matched or not documents:
-            return {"documents": documents}
+            return {"documents": hand_on(documents, self.share_documents)}
         # The channel's order: its structural hits are ranked for the reference (a table's caption chunk first,
         # then by similarity); the final list's copy of a document is kept, with its fusion provenance.
         final = {d.id: d for d in documents}
@@ -71,4 +75,4 @@ class StructuralFirst:
         # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.
         lead = [d if is_structural(d) else with_fields(d, meta={**d.meta, "section_tree": _MARK}) for d in lead]
         rest = [d for d in documents if d.id not in lead_ids and (d.content or "") not in texts]
-        return {"documents": (lead + rest)[: max(len(documents), len(lead))]}
+        return {"documents": hand_on((lead + rest)[: max(len(documents), len(lead))], self.share_documents)}

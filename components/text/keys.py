@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _PAREN_SUFFIX = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -41,6 +42,7 @@ def singular(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=8192)  # names and passages recur within a query and across queries; the key is a pure function
 def normalise_key(name: str, phrase: bool = False) -> str:
     """The key that merges spelling variants of an entity name.
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from adaptive_retrieval.components.text.keys import normalise_key
 from adaptive_retrieval.components.text.stopwords import stopwords
+from adaptive_retrieval.components.text.terms import KEPT_TEXTS
 
 #: Lower-case words allowed inside a capitalised name when a capitalised word follows them.
 # "and" is left out on purpose: "Gallu and Lilu" is two names far more often than one.
@@ -104,6 +106,11 @@ def query_names(query: str) -> list[str]:
     sentence, not a name, capitalised it (:func:`_sentence_capital`). Names of stop words only are dropped.
     A query written in capitals (:func:`_shouted`) is read as lower case: its capitals say nothing about names,
     so it gets the names of its lower-cased form (numbers only), never one long name."""
+    return list(_query_names(query))
+
+
+@lru_cache(maxsize=KEPT_TEXTS)
+def _query_names(query: str) -> tuple[str, ...]:
     if _shouted(query):
         query = query.lower()
     stop = stopwords()
@@ -129,4 +136,4 @@ def query_names(query: str) -> list[str]:
         if ends:
             close()
     close()
-    return names
+    return tuple(names)

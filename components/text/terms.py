@@ -9,7 +9,7 @@ Usage::
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from adaptive_retrieval.components.text.keys import fold
@@ -25,12 +25,22 @@ def _stemmer() -> Any:
     return SnowballStemmer("english")
 
 
+#: Texts whose words and terms are kept (a query's passages recur across its components and across queries: the
+#: gate, the bridge and the graph channel each read the same chunks).
+KEPT_TEXTS = 2048
+
+
+@lru_cache(maxsize=KEPT_TEXTS)
+def _words(text: str) -> tuple[str, ...]:
+    folded = fold(text).lower()
+    stop = stopwords()
+    return tuple(w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit()))
+
+
 def content_words(text: str) -> list[str]:
     """The content words of ``text`` in order, unstemmed: accents folded, lower case, stop words and single
     letters dropped."""
-    folded = fold(text).lower()
-    stop = stopwords()
-    return [w for w in _WORD.findall(folded) if w not in stop and (len(w) > 1 or w.isdigit())]
+    return list(_words(text))
 
 
 def stems(words: list[str]) -> list[str]:
@@ -38,6 +48,12 @@ def stems(words: list[str]) -> list[str]:
     return list(_stemmer().stem_words(words))
 
 
+@lru_cache(maxsize=KEPT_TEXTS)
+def term_set(text: str) -> frozenset[str]:
+    """:func:`content_terms` of ``text`` as a frozen set (kept for the texts read last: do not change it)."""
+    return frozenset(_stemmer().stem_words(list(_words(text))))
+
+
 def content_terms(text: str) -> set[str]:
     """Stemmed content words of ``text``: accents folded, lower case, stop words and single letters dropped."""
-    return set(stems(content_words(text)))
+    return set(term_set(text))

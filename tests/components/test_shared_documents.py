@@ -9,10 +9,13 @@ import numpy as np
 import pytest
 from haystack import Document, Pipeline, component
 from haystack.core.errors import PipelineConnectError
+from haystack.core.serialization import component_from_dict, component_to_dict
 
 from adaptive_retrieval.components import RankedDocuments, SharedDocuments
 from adaptive_retrieval.components.fusion import WeightedRRFJoiner
-from adaptive_retrieval.components.selection import MMRSelector
+from adaptive_retrieval.components.gating import LeanAnswer
+from adaptive_retrieval.components.ranking import LateInteractionRanker
+from adaptive_retrieval.components.selection import MMRSelector, StructuralFirst
 
 DOCS = [
     Document(id=f"d{i}", content=f"text {i}", meta={"level": 0, "path": ["a"]}, score=1.0 - i / 10) for i in range(5)
@@ -104,3 +107,23 @@ class TestSharedDocuments:
         picked = MMRSelector(top_k=3).run(documents=SharedDocuments(with_vectors))["documents"]
         assert [d.meta["mmr_rank"] for d in picked] == [1, 2, 3]
         assert [d.to_dict() for d in DOCS] == before and all("mmr_rank" not in d.meta for d in with_vectors)
+
+    def test_mmr_the_rankers_and_structural_first_share_what_they_select_and_change_nothing(self) -> None:
+        vectors = np.eye(5, 8, dtype=np.float32)
+        docs = [Document(id=d.id, content=d.content, embedding=v.tolist()) for d, v in zip(DOCS, vectors, strict=True)]
+        before = [d.to_dict() for d in docs]
+        shared_mmr, list_mmr = MMRSelector(top_k=3, share_documents=True), MMRSelector(top_k=3)
+        picked = shared_mmr.run(documents=SharedDocuments(docs))["documents"]
+        assert isinstance(picked, SharedDocuments) and list(picked) == list_mmr.run(documents=docs)["documents"]
+        assert MMRSelector.from_dict(shared_mmr.to_dict()).share_documents
+        ranker = LateInteractionRanker(share_documents=True)
+        passed = ranker.run(documents=picked, query="text", rerank=False, top_k=2)["documents"]
+        assert isinstance(passed, SharedDocuments) and [d.id for d in passed] == [d.id for d in picked][:2]
+        assert isinstance(LateInteractionRanker().run(documents=picked, query="q", rerank=False)["documents"], list)
+        first = StructuralFirst(share_documents=True)
+        kept = first.run(documents=passed)["documents"]
+        assert isinstance(kept, SharedDocuments) and list(kept) == list(passed)
+        assert component_from_dict(StructuralFirst, component_to_dict(first, "first"), "first").share_documents
+        answer = LeanAnswer().run(documents=kept, include_embeddings=True)["documents"]
+        assert isinstance(answer, list) and answer == list(kept)
+        assert [d.to_dict() for d in docs] == before

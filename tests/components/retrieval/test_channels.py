@@ -193,5 +193,10 @@ def test_the_query_pipeline_hands_channel_documents_on_shared_and_a_channel_alon
     for name in pipelines["every"].get_component("joiner").channels:
         assert outputs[name]["documents"]["type"] == RankedDocuments | None, name
     assert outputs["joiner"]["documents"]["type"] == RankedDocuments
+    # After the joiner: MMR, the reranker and StructuralFirst share theirs too; the gate and the answer hand lists.
+    for name in ("mmr", "ranker", "structural_first"):
+        assert outputs[name]["documents"]["type"] == RankedDocuments, name
+    for name in ("gate", "answer"):
+        assert outputs[name]["documents"]["type"] == list[Document], name
     alone = CHANNELS["dense"].build({"document_store": make_store(path=str(tmp_path / "qdrant"))})
     assert not alone.share_documents and alone.__haystack_output__.documents.type == list[Document] | None
