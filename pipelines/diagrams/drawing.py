@@ -124,7 +124,7 @@ def mermaid_texts(names: Iterable[str] = PIPELINE_NAMES, detail: Detail = "overv
     """``{name: mermaid text}`` for the packaged pipelines (or YAML paths), built from the pipeline objects.
 
     :param detail: ``overview`` (grouped, for reading at a glance), ``sockets`` (every connection) or ``haystack``
-        (Haystack's own text, with socket types).
+        (every connection with its type).
     """
     from adaptive_retrieval.pipelines.diagrams.mermaid import pipeline_to_mermaid
 

@@ -11,7 +11,9 @@ Three levels of detail, all read from ``pipeline.graph`` (nothing about a pipeli
   (documents, embeddings, text) as solid ones; an edge that closes a cycle (the gate's ``retry`` back to the
   loop) drawn thick, dashed and red.
 - ``sockets`` keeps every socket-level connection (``output → input``), with the same order and edge styles.
-- ``haystack`` is exactly what Haystack would send to mermaid.ink (HTML labels with socket types).
+- ``haystack`` is ``sockets`` with each connection's type, as Haystack's own diagrams show them (``documents →
+  documents (list[Document])``), built here from the same public graph (Haystack writes that text only in a
+  private helper of ``draw``).
 
 Usage::
 
@@ -31,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haystack import Pipeline
-from haystack.core.pipeline.draw import _to_mermaid_text
 
 from adaptive_retrieval.components.gating.attempts import RetryState
 from adaptive_retrieval.components.strategy import Strategy
@@ -59,6 +60,8 @@ class _Connection:
     output: str
     input: str
     control: bool
+    #: The sending socket's type as a person reads it (``list[Document]``).
+    type_label: str = ""
 
 
 @dataclass
@@ -94,9 +97,22 @@ def _is_control(socket_type: Any) -> bool:
     return socket_type in _CONTROL_TYPES or typing.get_origin(socket_type) is dict
 
 
+def _type_label(socket_type: Any) -> str:
+    """``socket_type`` without module paths: ``list[Document]``, ``Iterable[Document]``, ``dict[str, Any]``."""
+    text = socket_type.__name__ if isinstance(socket_type, type) else str(socket_type)
+    return re.sub(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)", r"\1", text)
+
+
 def _connections(pipeline: Pipeline) -> list[_Connection]:
     return [
-        _Connection(s, r, d["from_socket"].name, d["to_socket"].name, _is_control(d["from_socket"].type))
+        _Connection(
+            s,
+            r,
+            d["from_socket"].name,
+            d["to_socket"].name,
+            _is_control(d["from_socket"].type),
+            _type_label(d["from_socket"].type),
+        )
         for s, r, d in pipeline.graph.edges(data=True)
     ]
 
@@ -392,32 +408,31 @@ def _overview_links(connections: list[_Connection], back: set[_Connection], grou
     return list(links.values())
 
 
-def _socket_links(connections: list[_Connection], back: set[_Connection]) -> list[_Link]:
-    return [
-        _Link(
-            c.sender, c.receiver, [c.output if c.output == c.input else f"{c.output} → {c.input}"], c.control, c in back
+def _socket_links(connections: list[_Connection], back: set[_Connection], typed: bool = False) -> list[_Link]:
+    links = []
+    for c in connections:
+        label = c.output if c.output == c.input else f"{c.output} → {c.input}"
+        links.append(
+            _Link(c.sender, c.receiver, [f"{label} ({c.type_label})" if typed else label], c.control, c in back)
         )
-        for c in connections
-    ]
+    return links
 
 
 def pipeline_to_mermaid(pipeline: Pipeline, detail: Detail = "overview", direction: str = "TD") -> str:
     """Mermaid flowchart of ``pipeline`` built locally from its graph (no network).
 
     :param detail: ``overview`` (grouped and bundled, for reading at a glance), ``sockets`` (every connection) or
-        ``haystack`` (Haystack's own mermaid text, with socket types).
+        ``haystack`` (every connection with its type, as Haystack's diagrams show them).
     :param direction: ``TD`` (top to bottom) or ``LR``.
     """
     if detail not in DETAILS:
         msg = f"detail must be one of {list(DETAILS)}, got {detail!r}"
         raise ValueError(msg)
-    if detail == "haystack":
-        text = _to_mermaid_text(pipeline.graph, init_params="{'theme': 'neutral'}")
-        return text.strip().replace("graph TD;", f"graph {direction};", 1) + "\n"
     connections = _connections(pipeline)
     order, back = _order(pipeline, connections)
-    if detail == "sockets":
-        return _flowchart(pipeline, direction, order, [], _socket_links(connections, back))
+    if detail in ("sockets", "haystack"):
+        links = _socket_links(connections, back, typed=detail == "haystack")
+        return _flowchart(pipeline, direction, order, [], links)
     groups = _groups(pipeline, connections, back)
     return _flowchart(pipeline, direction, order, groups, _overview_links(connections, back, groups))
 

@@ -69,7 +69,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--safe-channels", default=",".join(SAFE_CHANNELS), help="--all-dev: channels of the grid")
     parser.add_argument("--safe-steps", type=int, default=SAFE_STEPS, help="--all-dev: equal parts of weight")
     parser.add_argument("--safe-lambdas", default=",".join(map(str, SAFE_LAMBDAS)), help="--all-dev: grid's MMR λs")
+    parser.add_argument(
+        "--safe-rerank", default="false", help="--all-dev: grid's rerank settings (false, true or false,true)"
+    )
     parser.add_argument("--confidences", default=",".join(map(str, CONFIDENCES)), help="--all-dev: fallback bounds")
+
+
+def _flag(text: str) -> bool:
+    if text.strip().lower() not in ("true", "false"):
+        msg = f"--safe-rerank takes true or false, got {text!r}"
+        raise SystemExit(msg)
+    return text.strip().lower() == "true"
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -197,7 +207,8 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
         )
     judge = Judge(items, tails, stock, {s.name: s.floor_metrics for s in dev_sets})
     lambdas = _floats(args.safe_lambdas)
-    grid = safe_grid(safe_channels, args.safe_steps, SAFE_TOP_K, SAFE_FETCH_K, lambdas, (False,))
+    reranks = tuple(dict.fromkeys(_flag(v) for v in args.safe_rerank.split(",") if v))
+    grid = safe_grid(safe_channels, args.safe_steps, SAFE_TOP_K, SAFE_FETCH_K, lambdas, reranks)
     routed = load_profiles_file()["profiles"]
     if args.fallback_only:
         candidates = fallback_candidates(_floats(args.confidences), len(grid))
