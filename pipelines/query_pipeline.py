@@ -87,13 +87,12 @@ def build_query_pipeline(
         model=model, precision=precision, profiles=profiles, channels=channels, fallback_profile=fallback_profile
     )
     p.add_component("router", router)
-    # Channels and joiner hand their documents on shared: Haystack copies each list once, not document by document.
+    # Channels, joiner, MMR, reranker and StructuralFirst hand their documents on shared, as far as the gate
+    # (Haystack copies each list once, not per document); channels send no vectors: MMR reads them by id.
     stores = {"document_store": store, "graph_store": graph_store}
     for channel in channels:
         p.add_component(channel, CHANNELS[channel].build(stores, share_documents=True))
     p.add_component("joiner", WeightedRRFJoiner(channels=channels, k=FUSION_K, share_documents=True))
-    # The channels hand their documents on without vectors: MMR reads its candidates' vectors from the store by id.
-    # MMR, the reranker and StructuralFirst hand their selection on shared too, as far as the gate.
     p.add_component("mmr", MMRSelector(document_store=store, share_documents=True))
     ranker = LateInteractionRanker(model=model, precision=precision, rerank_top=RERANK_TOP, share_documents=True)
     p.add_component("ranker", ranker)
@@ -103,7 +102,6 @@ def build_query_pipeline(
     p.add_component("loop", RetryLoop())
     # Where the final list ends: a served YAML answers with its documents without their vectors (see LeanAnswer).
     p.add_component("answer", LeanAnswer())
-
     p.connect("query_embedder.vector", "router.query_embedding")
     connect_channels(p, channels)
     p.connect("query_embedder.vector", "mmr.query_embedding")
