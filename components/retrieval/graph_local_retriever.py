@@ -261,9 +261,10 @@ class GraphLocalRetriever:
         scores: dict[str, float] = {}
         reasons: dict[str, list[tuple[float, str]]] = {}
         for key, chunks in mentions.items():
+            seed, seeded_by = kept[key], from_hits.get(key, {})
             for chunk_id, weight in chunks:
                 # A dense hit gets no credit for the entities it seeded itself.
-                s = kept[key] - from_hits.get(key, {}).get(chunk_id, 0.0)
+                s = seed - seeded_by.get(chunk_id, 0.0)
                 if s <= 0:
                     continue
                 scores[chunk_id] = scores.get(chunk_id, 0.0) + s * weight

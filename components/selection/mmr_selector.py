@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -15,6 +16,7 @@ from adaptive_retrieval.components.selection.mmr import mmr_select
 from adaptive_retrieval.components.shared_documents import RankedDocuments, documents_type, hand_on
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.text.terms import KEPT_TEXTS
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +107,7 @@ class MMRSelector:
         seen: set[str] = set()
         kept: list[Document] = []
         for doc in documents:
-            text = " ".join((doc.content or "").split()).casefold()
+            text = _same_text_key(doc.content or "")
             if text and text in seen:
                 continue
             seen.add(text)
@@ -175,6 +177,12 @@ class MMRSelector:
             for r, i in enumerate(picked, 1)
         ]
         return {"documents": hand_on(out, self.share_documents)}
+
+
+@lru_cache(maxsize=KEPT_TEXTS)  # the same candidates come back query after query
+def _same_text_key(text: str) -> str:
+    """``text`` as two copies of one paragraph compare: white space collapsed, case folded."""
+    return " ".join(text.split()).casefold()
 
 
 def as_list(vectors: dict[str, Any], document: Document) -> list[float] | None:

@@ -129,6 +129,6 @@ def test_mermaid_names_every_component() -> None:
     for name in ("indexing", "query"):
         pipeline = loads_pipeline((YAML_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
         text = pipeline_to_mermaid(pipeline, detail="haystack")
-        assert text.startswith("%%{ init") and "graph TD;" in text
+        assert text.startswith("flowchart TD") and "(list[Document])" in text  # every connection with its type
         for component_name in pipeline.graph.nodes:
             assert component_name in text and component_name in pipeline_to_mermaid(pipeline)
