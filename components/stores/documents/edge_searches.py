@@ -61,7 +61,7 @@ class EdgeSearches:
         return_embedding: bool,
         score_threshold: float | None,
         wire: bool,
-    ) -> Any:
+    ) -> list[Document] | WireDocuments:
         self._opened()  # an index built with other settings is named as such, before the query is blamed
         self._check_ledger()
         query = dense_query(query_embedding, self.embedding_dim, self.index)
@@ -90,7 +90,7 @@ class EdgeSearches:
         return_embedding: bool,
         score_threshold: float | None,
         wire: bool,
-    ) -> Any:
+    ) -> list[Document] | WireDocuments:
         if not self.use_sparse_embeddings:
             msg = f"The index '{self.index}' was created without sparse vectors (use_sparse_embeddings=False)."
             raise ValueError(msg)
@@ -106,7 +106,7 @@ class EdgeSearches:
         in a search's answer (the query path reads through here; the cache of :mod:`.point_cache` serves it)."""
         return self._fetch_documents(ids, sparse, dense, wire=False)
 
-    def _fetch_documents(self, ids: list[str], sparse: bool, dense: bool, wire: bool) -> Any:
+    def _fetch_documents(self, ids: list[str], sparse: bool, dense: bool, wire: bool) -> list[Document] | WireDocuments:
         wanted = {point_id(i): i for i in dict.fromkeys(ids)}
         kept = None if sparse or not wanted else self._kept_by_id(list(wanted))
         if kept is not None:
@@ -174,7 +174,7 @@ class EdgeSearches:
         params: Any = None,
         *,
         wire: bool = False,
-    ) -> Any:
+    ) -> list[Document] | WireDocuments:
         """The hits of ``query`` as documents, or as :class:`.WireDocuments` when ``wire``."""
         opened = self._opened()
         generation = opened.stable_generation()
