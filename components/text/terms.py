@@ -51,7 +51,7 @@ def stems(words: list[str]) -> list[str]:
 @lru_cache(maxsize=KEPT_TEXTS)
 def term_set(text: str) -> frozenset[str]:
     """:func:`content_terms` of ``text`` as a frozen set (kept for the texts read last: do not change it)."""
-    return frozenset(_stemmer().stem_words(list(_words(text))))
+    return frozenset(stems(list(_words(text))))
 
 
 def content_terms(text: str) -> set[str]:

@@ -85,12 +85,21 @@ class PointCache:
     def document(point: KeptPoint, score: float | None, with_vector: bool) -> Document:
         """A new document of ``point`` (its own ``meta`` and ``blob``) with ``score``, and the dense vector as a new
         list when ``with_vector``."""
-        document = object.__new__(Document)
-        # Filled as a deep copy or pickle fills a Document (no __init__, no mutation warning), in field order.
-        document.__dict__.update(pickle.loads(point.fields))
-        document.__dict__.update(
-            score=score,
-            embedding=point.vector.tolist() if with_vector and point.vector is not None else None,
-            sparse_embedding=None,
-        )
-        return document
+        return document_of_fields(point.fields, score, point.vector if with_vector else None)
+
+
+def document_of_fields(fields: bytes, score: float | None, vector: np.ndarray | None) -> Document:
+    """A new ``Document`` of pickled ``fields`` (a dict of its fields, in field order): the ``score``, the dense
+    ``vector`` as a new list of its floats and no sparse vector, each only where ``fields`` lacks that field (a kept
+    point's fields lack all three; a document read without the cache carries them)."""
+    document = object.__new__(Document)
+    # Filled as a deep copy or pickle fills a Document (no __init__, no mutation warning), in field order.
+    state = pickle.loads(fields)  # this process's own cache, or its store host: a process of the same user
+    document.__dict__.update(state)
+    apart: dict[str, object] = {} if "score" in state else {"score": score}
+    if "embedding" not in state:
+        apart["embedding"] = None if vector is None else vector.tolist()
+    if "sparse_embedding" not in state:
+        apart["sparse_embedding"] = None
+    document.__dict__.update(apart)
+    return document

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from haystack import Document
 
-from adaptive_retrieval.components.stores.caches.point_cache import KeptPoint
+from adaptive_retrieval.components.stores.caches.point_cache import KeptPoint, document_of_fields
 
 
 class WireRow(NamedTuple):
@@ -61,17 +61,4 @@ class WireDocuments:
     def documents(self) -> list[Document]:
         """New ``Document`` objects, as the embedded store returns them: their own ``meta``, the score, the dense
         vector as a new list of its floats when it travelled apart, and no vector a row did not carry."""
-        out = []
-        for fields, score, vector in self.rows:
-            document = object.__new__(Document)
-            # Filled as unpickling fills a Document (no __init__, no mutation warning), in field order.
-            state = pickle.loads(fields)  # from the store host: a process of the same user (store_wire.same_user)
-            document.__dict__.update(state)
-            apart = {} if "score" in state else {"score": score}
-            if "embedding" not in state:
-                apart["embedding"] = None if vector is None else vector.tolist()
-            if "sparse_embedding" not in state:
-                apart["sparse_embedding"] = None
-            document.__dict__.update(apart)
-            out.append(document)
-        return out
+        return [document_of_fields(fields, score, vector) for fields, score, vector in self.rows]
