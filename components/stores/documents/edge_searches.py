@@ -6,6 +6,7 @@ shard and reads it (``_opened``, ``shard``, ``_read``)."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -108,9 +109,9 @@ class EdgeSearches:
 
     def _fetch_documents(self, ids: list[str], sparse: bool, dense: bool, wire: bool) -> list[Document] | WireDocuments:
         wanted = {point_id(i): i for i in dict.fromkeys(ids)}
-        kept = None if sparse or not wanted else self._kept_by_id(list(wanted))
+        kept = None if sparse or not wanted else self._kept_by_id([p.int for p in wanted])
         if kept is not None:
-            points = [(kept[p], None) for p in wanted if p in kept]
+            points = [(point, None) for p in wanted if (point := kept.get(p.int)) is not None]
             return WireDocuments.of_points(points, dense) if wire else [PointCache.document(*p, dense) for p in points]
         documents = self._retrieve(wanted, sparse=sparse, dense=dense) if wanted else []
         self._check_vectors(documents)
@@ -151,10 +152,10 @@ class EdgeSearches:
         without one), as a read-only array of the stored values (float32), checked as :meth:`fetch_documents`
         checks them. No ``Document`` is made: the query pipeline's MMR reads the vectors of its candidates here,
         by id, from this process's cache of the shard (:mod:`.point_cache`)."""
-        wanted = {point_id(i): i for i in dict.fromkeys(ids)}
+        wanted = {point_id(i).int: i for i in dict.fromkeys(ids)}
         kept = self._kept_by_id(list(wanted)) if wanted else None
         if kept is not None:
-            return {wanted[p]: kept[p].vector for p in wanted if p in kept}
+            return {wanted[k]: point.vector for k in wanted if (point := kept.get(k)) is not None}
         return {d.id: vector_row(d.embedding) for d in self.fetch_documents(list(wanted.values()))}
 
     def get_documents_by_id(self, ids: list[str]) -> list[Document]:
@@ -184,9 +185,10 @@ class EdgeSearches:
             hits = self._read(self.shard.query, request)
             if problem := score_problem(hits):
                 raise vector_damage(self.shard_path, self.folder, problem)
-            kept = self._kept_points(opened, generation, [h.id for h in hits])
+            keys = [h.id.int for h in hits]  # each read of `id` makes a new uuid.UUID
+            kept = self._kept_points(opened, generation, keys)
             if kept is not None and len(kept) == len(hits):
-                points = [(kept[h.id], h.score) for h in hits]
+                points = [(kept[k], h.score) for k, h in zip(keys, hits, strict=True)]
                 if wire:
                     return WireDocuments.of_points(points, return_embedding)
                 return [PointCache.document(point, score, return_embedding) for point, score in points]
@@ -208,24 +210,25 @@ class EdgeSearches:
         if problem := vector_problem(documents, normalised=self.similarity == "cosine"):
             raise vector_damage(self.shard_path, self.folder, problem)
 
-    def _kept_by_id(self, ids: list[Any]) -> dict[Any, KeptPoint] | None:
-        """:meth:`_kept_points` of ``ids`` (point ids) as of now; ``None`` without a cache or while a write runs."""
+    def _kept_by_id(self, ids: list[int]) -> dict[int, KeptPoint] | None:
+        """:meth:`_kept_points` of ``ids`` (point keys) as of now; ``None`` without a cache or while a write runs."""
         opened = self._opened()
         generation = opened.stable_generation()
         if opened.points is None or generation is None:
             return None
         return self._kept_points(opened, generation, ids)
 
-    def _kept_points(self, opened: OpenShard, generation: int, ids: list[Any]) -> dict[Any, KeptPoint] | None:
-        """The kept points of ``ids`` (point ids) as of ``generation``: those the cache holds, the others read
-        from the shard with their dense vector (checked as a search checks its vectors) and kept; ids the shard does
-        not hold are left out. ``None`` when a write started since ``generation`` was read (the search or the
-        cache may then be of two states: the caller reads as without the cache)."""
+    def _kept_points(self, opened: OpenShard, generation: int, ids: list[int]) -> dict[int, KeptPoint] | None:
+        """The kept points of ``ids`` (point keys: :data:`~.point_cache.PointKey`) as of ``generation``: those the
+        cache holds, the others read from the shard with their dense vector (checked as a search checks its vectors)
+        and kept; ids the shard does not hold are left out. ``None`` when a write started since ``generation`` was
+        read (the search or the cache may then be of two states: the caller reads as without the cache)."""
         assert opened.points is not None
         kept, missing = opened.points.lookup(generation, ids)
         if missing:
-            records = self._read(self.shard.retrieve, missing, with_payload=True, with_vector=[DENSE_VECTORS_NAME])
-            documents = {r.id: point_to_document(r) for r in records}
+            points = [uuid.UUID(int=k) for k in missing]
+            records = self._read(self.shard.retrieve, points, with_payload=True, with_vector=[DENSE_VECTORS_NAME])
+            documents = {r.id.int: point_to_document(r) for r in records}
             self._check_vectors(documents.values())
             if opened.writes != generation:
                 return None

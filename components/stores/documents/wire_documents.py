@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterable
-from typing import NamedTuple
 
 import numpy as np
 from haystack import Document
 
 from adaptive_retrieval.components.stores.caches.point_cache import KeptPoint, document_of_fields
 
-
-class WireRow(NamedTuple):
-    """One document on the wire: its fields pickled (from the point cache: all but the score and the vectors), the
-    score when the fields lack it, and the dense vector as stored (float32) when it travels apart from them."""
-
-    fields: bytes
-    score: float | None
-    vector: np.ndarray | None
+#: One document on the wire: its fields pickled (from the point cache: all but the score and the vectors), the score
+#: when the fields lack it, and the dense vector as stored (float32) when it travels apart from them. A plain tuple:
+#: a search answers with a few dozen, and a named tuple costs its making on the host and its class name on the wire.
+WireRow = tuple[bytes, float | None, np.ndarray | None]
 
 
 class WireDocuments:
@@ -45,18 +40,19 @@ class WireDocuments:
         return len(self.rows)
 
     def __reduce__(self) -> tuple[type[WireDocuments], tuple[list[WireRow]]]:
-        # A plain tuple per row on the wire (a NamedTuple pickles by its class name: rebuilt as one on arrival).
-        return WireDocuments, ([tuple(row) for row in self.rows],)
+        return WireDocuments, (self.rows,)
 
     @classmethod
     def of_points(cls, hits: Iterable[tuple[KeptPoint, float | None]], with_vector: bool) -> WireDocuments:
         """The kept points of a search or fetch with their scores, their vectors only when ``with_vector``."""
-        return cls([WireRow(point.fields, score, point.vector if with_vector else None) for point, score in hits])
+        if with_vector:
+            return cls([(point.fields, score, point.vector) for point, score in hits])
+        return cls([(point.fields, score, None) for point, score in hits])
 
     @classmethod
     def of_documents(cls, documents: Iterable[Document]) -> WireDocuments:
         """Documents read from the shard without the cache: every field pickled, vectors and score included."""
-        return cls([WireRow(pickle.dumps(d.__dict__, pickle.HIGHEST_PROTOCOL), None, None) for d in documents])
+        return cls([(pickle.dumps(d.__dict__, pickle.HIGHEST_PROTOCOL), None, None) for d in documents])
 
     def documents(self) -> list[Document]:
         """New ``Document`` objects, as the embedded store returns them: their own ``meta``, the score, the dense
