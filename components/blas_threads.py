@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,16 +28,19 @@ from adaptive_retrieval.components import settings
 BLAS_THREADS_ENV = "ADAPTIVE_BLAS_THREADS"
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"depth": 0, "limiter": None, "controller": None}
+_state: dict[str, Any] = {"depth": 0, "limiter": None, "controller": None, "modules": 0}
 
 
 def _controller() -> Any:
-    """threadpoolctl's view of the BLAS libraries loaded so far (built once: it scans the process's libraries)."""
-    if _state["controller"] is None:
+    """threadpoolctl's view of the BLAS libraries loaded so far. Building it scans the process's libraries (a few
+    ms), so it is built again only once modules were imported since (a BLAS arrives with an extension module: a
+    view built before torch or scipy loaded their own would leave theirs unlimited)."""
+    if _state["controller"] is None or _state["modules"] != len(sys.modules):
         import numpy  # noqa: F401  (numpy's BLAS is the one the components call)
         from threadpoolctl import ThreadpoolController
 
         _state["controller"] = ThreadpoolController()
+        _state["modules"] = len(sys.modules)
     return _state["controller"]
 
 

@@ -5,6 +5,10 @@ The router mixes the intent profiles (plain dictionaries, as ``routing/data/prof
 fetch the same candidates (:func:`~adaptive_retrieval.components.gating.retry_policy.same_candidates`). It sits on
 the ground floor because both the router and the gate read it and neither imports the other.
 
+The router's channel weights travel as one :class:`ChannelWeights` (read-only; Haystack copies it as one value, not
+weight by weight, on its way to every channel and the joiner); a component that takes them declares its ``weights``
+input :data:`WeightsInput`, which also takes a plain dict from a Python caller or a router of one's own.
+
 Usage::
 
     from adaptive_retrieval.components.strategy import Strategy
@@ -18,7 +22,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
+
+from adaptive_retrieval.components.frozen_mapping import FrozenMapping
+
+
+class ChannelWeights(FrozenMapping[float]):
+    """Channel name → weight for one attempt (the router's ``weights``): a read-only mapping whose copies are itself."""
+
+    __slots__ = ()
+
+
+#: The type of a component's ``weights`` input: the router's :class:`ChannelWeights`, or a plain dict from a Python
+#: caller or another router (``None``: no weights, every channel runs).
+WeightsInput = ChannelWeights | dict[str, float] | None
 
 #: The fields of a strategy, in the order they are shown.
 STRATEGY_FIELDS: tuple[str, ...] = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
@@ -35,11 +52,22 @@ class Strategy:
     :param rerank: whether the cross-encoder reranks the list.
     """
 
-    weights: Mapping[str, float] = field(default_factory=dict)
+    weights: Mapping[str, float] = field(default_factory=ChannelWeights)
     top_k: int = 10
     fetch_k: int = 30
     mmr_lambda: float = 1.0
     rerank: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.weights, ChannelWeights):  # read-only, so that a copy can be the strategy itself
+            object.__setattr__(self, "weights", ChannelWeights(self.weights))
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        # Frozen, and its weights read-only: Haystack's copy of the gate's inputs need not rebuild it.
+        return self
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Strategy:
@@ -52,12 +80,16 @@ class Strategy:
             msg = f"A strategy needs {list(STRATEGY_FIELDS)}; missing {missing}"
             raise ValueError(msg)
         return cls(
-            weights={str(c): float(w) for c, w in dict(data["weights"]).items()},
+            weights=ChannelWeights((str(c), float(w)) for c, w in dict(data["weights"]).items()),
             top_k=int(data["top_k"]),
             fetch_k=int(data["fetch_k"]),
             mmr_lambda=float(data["mmr_lambda"]),
             rerank=bool(data["rerank"]),
         )
+
+    def to_fields(self) -> dict[str, Any]:
+        """The five fields by name, as they are (the router sends each on its own output)."""
+        return {name: getattr(self, name) for name in STRATEGY_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
         """The strategy as a plain, JSON-ready dictionary (the profiles' shape)."""

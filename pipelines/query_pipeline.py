@@ -98,7 +98,7 @@ def build_query_pipeline(
     p.add_component("ranker", ranker)
     p.add_component("structural_first", StructuralFirst(share_documents=True))
     # The gate reads the index's self-calibration (gate_calibration.json) from the store's folder.
-    p.add_component("gate", QualityGate(document_store=store))
+    p.add_component("gate", QualityGate(document_store=store, share_documents=True))
     p.add_component("loop", RetryLoop())
     # Where the final list ends: a served YAML answers with its documents without their vectors (see LeanAnswer).
     p.add_component("answer", LeanAnswer())

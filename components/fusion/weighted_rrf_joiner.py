@@ -10,7 +10,9 @@ from haystack.core.errors import ComponentError
 
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
+from adaptive_retrieval.components.frozen_mapping import FrozenMapping, freeze
 from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments
+from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +30,11 @@ class NoChannelAnsweredError(AdaptiveRetrievalError, ComponentError, RuntimeErro
             f"Retrieval failed ({detail}). The index may be locked by another process, read-only, "
             "missing or unreachable: check --store / $ADAPTIVE_QDRANT_PATH / $QDRANT_URL and the server log."
         )
+
+
+def fusion_type(share_documents: bool) -> Any:
+    """The type the joiner's ``fusion`` output declares: read-only when it shares its documents, else a dict."""
+    return FrozenMapping[Any] if share_documents else dict[str, Any]
 
 
 @component
@@ -62,7 +69,8 @@ class WeightedRRFJoiner:
         :param top_k: cap on the fused list (``None`` keeps all).
         :param share_documents: send ``documents`` as one shared, read-only
             :class:`~adaptive_retrieval.components.shared_documents.SharedDocuments` (typed ``Iterable[Document]``:
-            MMR takes it; Haystack copies it as one value) instead of a list.
+            MMR takes it; Haystack copies it as one value) instead of a list, and ``fusion`` as a read-only
+            :class:`~adaptive_retrieval.components.frozen_mapping.FrozenMapping` (the gate takes either).
         """
         self.channels = list(channels or DEFAULT_CHANNELS)
         if len(set(self.channels)) != len(self.channels) or not self.channels:
@@ -79,7 +87,7 @@ class WeightedRRFJoiner:
         self.top_k = top_k
         self.share_documents = share_documents
         fused_type = RankedDocuments if share_documents else list[Document]
-        component.set_output_types(self, documents=fused_type, fusion=dict[str, Any])
+        component.set_output_types(self, documents=fused_type, fusion=fusion_type(share_documents))
         for channel in self.channels:
             component.set_input_type(self, channel, RankedDocuments | None, default=None)
             component.set_input_type(self, failure_socket(channel), str | None, default=None)
@@ -95,7 +103,7 @@ class WeightedRRFJoiner:
         """Deserialise."""
         return default_from_dict(cls, data)
 
-    def effective_weights(self, weights: dict[str, float] | None, present: list[str]) -> dict[str, float]:
+    def effective_weights(self, weights: WeightsInput, present: list[str]) -> dict[str, float]:
         """Weights of the channels that delivered a list, renormalised to sum to one."""
         if weights is None:
             raw = dict.fromkeys(present, 1.0)
@@ -112,9 +120,7 @@ class WeightedRRFJoiner:
             return {}
         return {c: w / total for c, w in raw.items() if w > 0}
 
-    def run(
-        self, weights: dict[str, float] | None = None, top_k: int | None = None, **channel_lists: Any
-    ) -> dict[str, Any]:
+    def run(self, weights: WeightsInput = None, top_k: int | None = None, **channel_lists: Any) -> dict[str, Any]:
         """Fuse the channel lists given as keyword inputs named after the channels.
 
         :param weights: per-channel weights for this query (missing channels weigh 0; ``None``: equal weights).
@@ -163,12 +169,13 @@ class WeightedRRFJoiner:
             "skipped": [c for c in self.channels if c not in used],
             "failures": {c: reason for c, reason in failures.items() if reason is not None},
         }
-        fused = SharedDocuments(documents) if self.share_documents else documents
-        return {"documents": fused, "fusion": diagnostics}
+        if self.share_documents:
+            return {"documents": SharedDocuments(documents), "fusion": freeze(diagnostics)}
+        return {"documents": documents, "fusion": diagnostics}
 
     def _check_answered(
         self,
-        weights: dict[str, float] | None,
+        weights: WeightsInput,
         present: list[str],
         failures: dict[str, str | None],
         documents: list[Document],

@@ -43,6 +43,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict, import_class_by_name
 
 from adaptive_retrieval.components.blas_threads import one_blas_thread
+from adaptive_retrieval.components.frozen_mapping import FrozenMapping
 from adaptive_retrieval.components.gating.answerability import asked_coverage, missing_asked
 from adaptive_retrieval.components.gating.attempts import Attempt, AttemptRecord, RetryState, best_attempt, history_of
 from adaptive_retrieval.components.gating.calibration import load_prior, store_calibration_file
@@ -54,7 +55,7 @@ from adaptive_retrieval.components.gating.verdict import Verdict, verdict
 from adaptive_retrieval.components.gating.word_vectors import WordVectors
 from adaptive_retrieval.components.models.paths import DEFAULT_MODEL
 from adaptive_retrieval.components.models.query_vector import QueryEmbedding, as_float_list
-from adaptive_retrieval.components.shared_documents import RankedDocuments
+from adaptive_retrieval.components.shared_documents import RankedDocuments, documents_type, hand_on
 from adaptive_retrieval.components.strategy import Strategy
 from adaptive_retrieval.components.text.names import query_names
 
@@ -70,6 +71,25 @@ DEFAULT_BIAS: float = PRIOR["bias"]
 DEFAULT_PASS_THRESHOLD: float = PRIOR["pass_threshold"]
 DEFAULT_ASKED_THRESHOLD: float = PRIOR["asked_threshold"]
 DEFAULT_ASKED_FLOOR: float = PRIOR["asked_floor"]
+
+
+#: The type of the gate's ``fusion`` input: the joiner's diagnostics, read-only when the joiner shares its documents.
+FusionInput = FrozenMapping[Any] | dict[str, Any] | None
+
+#: The gate's outputs but ``documents`` (whose type is ``share_documents``'s: set in ``__init__``).
+_OUTPUT_TYPES: dict[str, Any] = {
+    "decision": str,
+    "quality": float,
+    "signals": dict[str, float],
+    "attempt": int,
+    "attempts": list[AttemptRecord],
+    "retry": RetryState,
+    "retry_skipped": str,
+    "calibration": str,
+    "pass_threshold": float,
+    "verdict": str,
+    "reason": str,
+}
 
 
 @component
@@ -98,6 +118,8 @@ class QualityGate:
     :param use_calibration: ``False`` keeps the init weights even when a calibration file exists.
     :param skip_same_retries: skip a retry whose strategy would fetch the same candidates (``False``: always
         retry up to ``max_retries``).
+    :param share_documents: send ``documents`` as one shared, read-only ``SharedDocuments`` (the query pipeline's
+        setting: Haystack copies it once, not document by document, on its way to the answer component).
     :param reader: optional reader consulted as one more signal (``reader``, in [0, 1]): a
         :class:`~adaptive_retrieval.components.gating.reader.ModelReader` (a local cross-encoder or extractive QA
         model from a folder), a :class:`~adaptive_retrieval.components.gating.reader.ChatReader`, or any Haystack
@@ -124,6 +146,7 @@ class QualityGate:
         reader_threshold: float = 0.5,
         soft_match: bool = True,
         model: str = DEFAULT_MODEL,
+        share_documents: bool = False,
     ) -> None:
         if max_retries < 0:
             msg = f"max_retries must be >= 0, got {max_retries}"
@@ -169,6 +192,8 @@ class QualityGate:
         self.reader_threshold = reader_threshold
         self.prior = {**fitted, "weights": dict(fitted["weights"])}
         self._watcher = CalibrationWatcher(GateModel.from_fitted(self.prior))
+        self.share_documents = share_documents
+        component.set_output_types(self, documents=documents_type(share_documents), **_OUTPUT_TYPES)
 
     # -- the scoring model: the prior, or the index's calibration (gate_model.py) --------------------------------
 
@@ -213,6 +238,7 @@ class QualityGate:
             reader_threshold=self.reader_threshold,
             soft_match=self.soft_match,
             model=self.model,
+            share_documents=self.share_documents,
         )
 
     @classmethod
@@ -257,7 +283,7 @@ class QualityGate:
         documents: list[Document],
         query: str,
         query_embedding: list[float] | None = None,
-        fusion: dict[str, Any] | None = None,
+        fusion: FusionInput = None,
         scoring: GateModel | None = None,
     ) -> dict[str, float]:
         """The gate's signals for a list, with agreement counted over the channels that delivered (the asked
@@ -284,7 +310,7 @@ class QualityGate:
         self,
         quality: float,
         attempt: int,
-        fusion: dict[str, Any] | None,
+        fusion: FusionInput,
         strategy: Strategy | None,
         next_strategy: Strategy | None,
         pass_threshold: float,
@@ -302,26 +328,12 @@ class QualityGate:
             return "insufficient", "same strategy"
         return "retry", None
 
-    @component.output_types(
-        documents=list[Document],
-        decision=str,
-        quality=float,
-        signals=dict[str, float],
-        attempt=int,
-        attempts=list[AttemptRecord],
-        retry=RetryState,
-        retry_skipped=str,
-        calibration=str,
-        pass_threshold=float,
-        verdict=str,
-        reason=str,
-    )
     def run(
         self,
         documents: RankedDocuments,
         query: str,
         query_embedding: QueryEmbedding | None = None,
-        fusion: dict[str, Any] | None = None,
+        fusion: FusionInput = None,
         attempt: int | None = None,
         previous: RetryState | None = None,
         strategy: Strategy | None = None,
@@ -367,7 +379,7 @@ class QualityGate:
         if decision == "insufficient" and best.attempt != attempt:
             logger.info("No attempt passed; returning attempt %d, the best (quality %.3f)", best.attempt, best.quality)
         out = {
-            "documents": list(best.documents),
+            "documents": hand_on(best.documents, self.share_documents),
             "decision": decision,
             "quality": round(best.quality, 4),
             "signals": {k: round(v, 4) for k, v in best.signals.items()},

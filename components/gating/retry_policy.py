@@ -5,6 +5,8 @@ Kept apart from the gate's scoring model (``quality_gate.py``): the gate asks it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from adaptive_retrieval.components.strategy import Strategy
 
 #: Relative tolerance when comparing two strategies' weights (the router rounds them to 4 decimals).
@@ -14,7 +16,7 @@ _WEIGHT_TOLERANCE = 1e-3
 def same_candidates(
     current: Strategy | None,
     following: Strategy | None,
-    sizes: dict[str, int] | None,
+    sizes: Mapping[str, int] | None,
     channels: set[str] | None = None,
 ) -> bool:
     """Whether a retry with strategy ``following`` would fetch the same candidates as ``current`` did.

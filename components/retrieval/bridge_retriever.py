@@ -42,6 +42,7 @@ from adaptive_retrieval.components.retrieval.channel import (
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.strategy import WeightsInput
 from adaptive_retrieval.components.text.names import query_names
 
 
@@ -140,7 +141,7 @@ class BridgeRetriever:
         nearest: HitsInput = None,
         lexical: HitsInput = None,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
     ) -> dict[str, Any]:
         """Chunks found by the question with each top hit's names; ``[]`` when the channel has no weight or no
         hit names anything new, ``None`` when the store failed."""

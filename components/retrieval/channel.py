@@ -14,11 +14,12 @@ from haystack import Document, component
 from adaptive_retrieval.components.blas_threads import one_blas_thread
 from adaptive_retrieval.components.document_copy import copy_document
 from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments
+from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
 
 
-def channel_enabled(channel: str, weights: dict[str, float] | None) -> bool:
+def channel_enabled(channel: str, weights: WeightsInput) -> bool:
     """A channel runs unless the router gave it a weight of zero (no weights at all means run)."""
     return weights is None or weights.get(channel, 0.0) > 0.0
 

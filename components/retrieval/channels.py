@@ -11,7 +11,7 @@ sockets and the tests that check every channel against :class:`RetrievalChannel`
 **What a channel component looks like** (:class:`RetrievalChannel`, checked by :func:`check_channel_sockets`):
 
 - a Haystack ``@component`` whose class attribute ``channel`` is its registered name;
-- ``run`` takes ``weights: dict[str, float] | None = None`` (the router's channel weights) and
+- ``run`` takes ``weights: WeightsInput = None`` (the router's read-only channel weights, or a plain dict) and
   ``top_k: int | None = None`` (the router's ``fetch_k``), plus the sockets its :class:`ChannelSpec` lists in
   ``inputs``; a ``query`` or ``text`` socket gets the query text from the pipeline's entry;
 - it returns ``documents: list[Document] | None``: ``[]`` when the router gave it no weight
@@ -58,6 +58,7 @@ from adaptive_retrieval.components.retrieval.section_tree_retriever import Secti
 from adaptive_retrieval.components.retrieval.sparse_feedback_retriever import SparseFeedbackRetriever
 from adaptive_retrieval.components.retrieval.vector_retrievers import DenseRetriever, SparseRetriever
 from adaptive_retrieval.components.shared_documents import RankedDocuments
+from adaptive_retrieval.components.strategy import WeightsInput
 
 # The query-side sources a channel may take (the values of ChannelSpec.inputs), besides another channel's
 # hits ("<channel>.hits"). The query pipeline maps each to the output that provides it.
@@ -93,7 +94,7 @@ class RetrievalChannel(Protocol):
     channel: ClassVar[str]
 
     def run(
-        self, *, weights: dict[str, float] | None = None, top_k: int | None = None, **inputs: Any
+        self, *, weights: WeightsInput = None, top_k: int | None = None, **inputs: Any
     ) -> dict[str, list[Document] | None]:
         """Documents for the query; ``[]`` at zero weight, ``None`` when the store failed."""
         ...
@@ -254,6 +255,8 @@ def check_channel_sockets(
     for socket in ROUTER_INPUTS:
         if inputs.get(socket, {}).get("is_mandatory", False):
             problems.append(f"input '{socket}' must be optional (default None)")
+    if "weights" in inputs and inputs["weights"].get("type") != WeightsInput:
+        problems.append("input 'weights' takes the router's weights: its type must be WeightsInput")
     unfed = [s for s, d in inputs.items() if d.get("is_mandatory") and s not in (*spec.inputs, *TEXT_INPUTS)]
     if unfed:
         problems.append(f"mandatory input(s) {unfed} that the registration does not feed")

@@ -38,6 +38,7 @@ from adaptive_retrieval.components.stores.graph.graph_store import (
     graph_store_from_init_parameters,
 )
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ class GraphGlobalRetriever:
         self,
         query_embedding: QueryEmbedding,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
     ) -> dict[str, Any]:
         """Central chunks of the communities closest to the query; none when the router disabled the channel.
 

@@ -50,6 +50,7 @@ from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.graph.graph_store import GraphStore, graph_store_from_init_parameters, idf
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ class GraphLocalRetriever:
         query: str = "",
         query_embedding: QueryEmbedding | None = None,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
         nearest: HitsInput = None,
     ) -> dict[str, Any]:
         """Chunks ranked by the graph (with embeddings); none when the router disabled this channel.

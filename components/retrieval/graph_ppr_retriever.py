@@ -63,6 +63,7 @@ from adaptive_retrieval.components.stores.graph.graph_store import (
     graph_store_from_init_parameters,
 )
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
 
@@ -334,7 +335,7 @@ class GraphPPRRetriever:
         query: str = "",
         query_embedding: QueryEmbedding | None = None,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
         nearest: HitsInput = None,
         lexical: HitsInput = None,
     ) -> dict[str, Any]:

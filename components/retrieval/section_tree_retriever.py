@@ -56,6 +56,7 @@ from adaptive_retrieval.components.retrieval.structural_match import (
 )
 from adaptive_retrieval.components.stores.documents.vector_search import vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +249,7 @@ class SectionTreeRetriever:
         self,
         query_embedding: QueryEmbedding,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
         structural: dict[str, Any] | None = None,
         query: str | None = None,
     ) -> dict[str, Any]:

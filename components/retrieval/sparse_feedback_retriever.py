@@ -43,6 +43,7 @@ from adaptive_retrieval.components.retrieval.feedback_hits import first_hits
 from adaptive_retrieval.components.retrieval.ranked_hits import HitsInput
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
 from adaptive_retrieval.components.stores.serialization import store_from_init_parameters, to_dict_with_stores
+from adaptive_retrieval.components.strategy import WeightsInput
 
 
 @component
@@ -134,7 +135,7 @@ class SparseFeedbackRetriever:
         nearest: HitsInput = None,
         lexical: HitsInput = None,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
     ) -> dict[str, Any]:
         """Chunks found by the expanded query; ``[]`` when the channel has no weight or the query has no BM25 term,
         ``None`` when the store failed."""

@@ -30,6 +30,7 @@ from adaptive_retrieval.components.retrieval.channel import (
 )
 from adaptive_retrieval.components.retrieval.ranked_hits import RankedHits
 from adaptive_retrieval.components.stores.documents.vector_search import VectorSearch, vector_search
+from adaptive_retrieval.components.strategy import WeightsInput
 
 
 class _VectorChannel:
@@ -69,7 +70,7 @@ class _VectorChannel:
         query: Any,
         filters: dict[str, Any] | None,
         top_k: int | None,
-        weights: dict[str, float] | None,
+        weights: WeightsInput,
         empty: bool = False,
     ) -> dict[str, Any]:
         """``documents``: ``[]`` when the router gave the channel no weight or the query is ``empty`` (nothing to
@@ -116,7 +117,7 @@ class DenseRetriever(_VectorChannel):
         query_embedding: QueryEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
     ) -> dict[str, Any]:
         """Top ``top_k`` documents by similarity; nothing when the router gave this channel no weight.
 
@@ -145,7 +146,7 @@ class SparseRetriever(_VectorChannel):
         query_sparse_embedding: SparseEmbedding,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
-        weights: dict[str, float] | None = None,
+        weights: WeightsInput = None,
     ) -> dict[str, Any]:
         """Top ``top_k`` documents by BM25; nothing when the query has no indexable term or the channel is off."""
         empty = not query_sparse_embedding.indices

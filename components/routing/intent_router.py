@@ -29,7 +29,7 @@ from adaptive_retrieval.components.routing.profiles import (
     validate_profiles,
 )
 from adaptive_retrieval.components.routing.rules import apply_rules
-from adaptive_retrieval.components.strategy import Strategy
+from adaptive_retrieval.components.strategy import ChannelWeights, Strategy
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ class IntentRouter:
     @component.output_types(
         intent=str,
         confidence=float,
-        weights=dict[str, float],
+        weights=ChannelWeights,
         top_k=int,
         fetch_k=int,
         mmr_lambda=float,
@@ -265,6 +265,7 @@ class IntentRouter:
         # The quality gate sends a weak result back with escalation n >= 1: same intent, a wider strategy.
         strategy = escalate_strategy(base, escalation or 0, self.escalation_depth, self.escalation_floor)
         following = escalate_strategy(base, (escalation or 0) + 1, self.escalation_depth, self.escalation_floor)
+        chosen = Strategy.from_dict(strategy)
         elapsed_ms = (time.perf_counter() - start) * 1000
         routing = {
             "probabilities": {i: round(p, 4) for i, p in sorted(probs.items(), key=lambda kv: -kv[1])},
@@ -280,7 +281,7 @@ class IntentRouter:
             "confidence": round(probs[intent], 4),
             "structural": rules.structural,
             "routing": routing,
-            **strategy,
-            "strategy": Strategy.from_dict(strategy),
+            **chosen.to_fields(),
+            "strategy": chosen,
             "next_strategy": Strategy.from_dict(following),
         }

@@ -13,7 +13,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict
 
 from adaptive_retrieval.components import RankedDocuments, SharedDocuments
 from adaptive_retrieval.components.fusion import WeightedRRFJoiner
-from adaptive_retrieval.components.gating import LeanAnswer
+from adaptive_retrieval.components.gating import LeanAnswer, QualityGate
 from adaptive_retrieval.components.ranking import LateInteractionRanker
 from adaptive_retrieval.components.selection import MMRSelector, StructuralFirst
 
@@ -108,7 +108,7 @@ class TestSharedDocuments:
         assert [d.meta["mmr_rank"] for d in picked] == [1, 2, 3]
         assert [d.to_dict() for d in DOCS] == before and all("mmr_rank" not in d.meta for d in with_vectors)
 
-    def test_mmr_the_rankers_and_structural_first_share_what_they_select_and_change_nothing(self) -> None:
+    def test_mmr_the_rankers_structural_first_and_the_gate_share_what_they_select_and_change_nothing(self) -> None:
         vectors = np.eye(5, 8, dtype=np.float32)
         docs = [Document(id=d.id, content=d.content, embedding=v.tolist()) for d, v in zip(DOCS, vectors, strict=True)]
         before = [d.to_dict() for d in docs]
@@ -124,6 +124,12 @@ class TestSharedDocuments:
         kept = first.run(documents=passed)["documents"]
         assert isinstance(kept, SharedDocuments) and list(kept) == list(passed)
         assert component_from_dict(StructuralFirst, component_to_dict(first, "first"), "first").share_documents
-        answer = LeanAnswer().run(documents=kept, include_embeddings=True)["documents"]
+        gate = QualityGate(max_retries=0, soft_match=False, share_documents=True)
+        judged = gate.run(documents=kept, query="text")["documents"]
+        assert isinstance(judged, SharedDocuments) and list(judged) == list(kept)
+        alone = QualityGate(max_retries=0, soft_match=False).run(documents=kept, query="text")["documents"]
+        assert isinstance(alone, list) and alone == list(kept)
+        assert QualityGate.from_dict(gate.to_dict()).share_documents and not QualityGate().share_documents
+        answer = LeanAnswer().run(documents=judged, include_embeddings=True)["documents"]
         assert isinstance(answer, list) and answer == list(kept)
         assert [d.to_dict() for d in docs] == before

@@ -112,6 +112,9 @@ def test_a_channel_reading_another_channels_hits_takes_them_as_hits_input() -> N
     outputs = pipeline.outputs(include_components_with_connected_outputs=True)["graph_local"]
     with pytest.raises(TypeError, match="input 'nearest' takes another channel's hits: its type must be HitsInput"):
         check_channel_sockets("graph_local", pipeline.get_component("graph_local"), inputs, outputs)
+    # The router sends its weights read-only (ChannelWeights): a dict-typed input could not be connected to it.
+    with pytest.raises(TypeError, match="input 'weights' takes the router's weights: its type must be WeightsInput"):
+        check_channel_sockets("graph_local", pipeline.get_component("graph_local"), inputs, outputs)
 
 
 @pytest.mark.parametrize("kind", ["default", "ppr"])
@@ -193,10 +196,9 @@ def test_the_query_pipeline_hands_channel_documents_on_shared_and_a_channel_alon
     for name in pipelines["every"].get_component("joiner").channels:
         assert outputs[name]["documents"]["type"] == RankedDocuments | None, name
     assert outputs["joiner"]["documents"]["type"] == RankedDocuments
-    # After the joiner: MMR, the reranker and StructuralFirst share theirs too; the gate and the answer hand lists.
-    for name in ("mmr", "ranker", "structural_first"):
+    # After the joiner: MMR, the reranker, StructuralFirst and the gate share theirs too; the answer hands a list.
+    for name in ("mmr", "ranker", "structural_first", "gate"):
         assert outputs[name]["documents"]["type"] == RankedDocuments, name
-    for name in ("gate", "answer"):
-        assert outputs[name]["documents"]["type"] == list[Document], name
+    assert outputs["answer"]["documents"]["type"] == list[Document]
     alone = CHANNELS["dense"].build({"document_store": make_store(path=str(tmp_path / "qdrant"))})
     assert not alone.share_documents and alone.__haystack_output__.documents.type == list[Document] | None
