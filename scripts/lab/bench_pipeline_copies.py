@@ -76,24 +76,38 @@ def documents_in(value: Any) -> list[Document]:
     return []
 
 
-def handed_documents(pipeline: Pipeline, queries: list[str]) -> tuple[Counter, list[Document]]:
-    """Documents per query on each connection ``sender.socket -> receiver.socket``, and a sample of them."""
+def values_in(value: Any) -> int:
+    """How many values Haystack's copy of an input checks one by one: it walks lists, tuples, sets and dicts and
+    checks (and copies) every value it finds there; anything else, a ``SharedDocuments`` or the router's read-only
+    weights included, is one value."""
+    if isinstance(value, (list, tuple, set)):
+        return sum(values_in(item) for item in value)
+    if isinstance(value, dict):
+        return sum(values_in(item) for item in value.values())
+    return 1
+
+
+def handed_documents(pipeline: Pipeline, queries: list[str]) -> tuple[Counter, list[Document], float]:
+    """Documents per query on each connection ``sender.socket -> receiver.socket``, a sample of them, and the values
+    per query that Haystack's copies check one by one over all connections (:func:`values_in`)."""
     from adaptive_retrieval.pipelines import query_inputs
 
     names = {name for name, _ in pipeline.walk()}
     per_connection: Counter = Counter()
     sample: list[Document] = []
+    values = 0
     for query in queries:
         outputs = pipeline.run(query_inputs(pipeline, query), include_outputs_from=names)
         for sender, receiver, data in pipeline.graph.edges(data=True):
             value = outputs.get(sender, {}).get(data["from_socket"].name)
             docs = documents_in(value)
             per_connection[f"{sender}.{data['from_socket'].name} -> {receiver}.{data['to_socket'].name}"] += len(docs)
+            values += values_in(value) if data["from_socket"].name in outputs.get(sender, {}) else 0
             if len(sample) < 500:
                 sample.extend(docs[: 500 - len(sample)])
     for key in per_connection:
         per_connection[key] /= len(queries)
-    return per_connection, sample
+    return per_connection, sample, values / len(queries)
 
 
 def scheduling_ms(pipeline: Pipeline, queries: list[str]) -> tuple[float, float]:
@@ -160,12 +174,10 @@ def main() -> None:
     limit_blas_threads()
     print(f"[copies] indexing {args.chunks} synthetic passages (cached after the first run) ...", file=sys.stderr)
     pipeline, _, queries = build_index(args.chunks, Path(args.root), args.queries)
-    per_connection, sample = handed_documents(pipeline, queries)
-    if not sample:
-        sys.exit("error: the queries handed no documents between components")
+    per_connection, sample, values = handed_documents(pipeline, queries)
     whole, scheduling = scheduling_ms(pipeline, queries)
-    costs = per_document_costs(sample, args.repeats)
     total = sum(per_connection.values())
+    check_us = 1e6 * median_seconds(lambda: isinstance(0.5, Component), args.repeats)
 
     print(f"\nPython {sys.version.split()[0]}, {args.queries} queries over {args.chunks} chunks\n")
     print("| connection | documents per query |\n|---|---|")
@@ -173,6 +185,15 @@ def main() -> None:
         if count:
             print(f"| {key} | {count:.1f} |")
     print(f"| **all** | **{total:.1f}** |\n")
+    print(
+        f"Values Haystack's copies check one by one: {values:.1f} a query; the protocol check alone "
+        f"{check_us:.1f} µs a value ({values * check_us / 1000:.2f} ms a query).\n"
+    )
+    if not sample:
+        print(f"No document is handed one by one. Per query: Pipeline.run {whole:.1f} ms (wall), scheduling outside")
+        print(f"the component spans {scheduling:.1f} ms.")
+        return
+    costs = per_document_costs(sample, args.repeats)
     print("| per handed document | µs | ms per query |\n|---|---|---|")
     labels = {
         "haystack_us": "Haystack's handover (`Pipeline.run`, Source -> Sink)",

@@ -257,6 +257,15 @@ def child_pid(pid: int, timeout: float = 60) -> int:
     raise TimeoutError(msg)
 
 
+def same_graph(store: Path) -> dict[str, str]:
+    """The environment of a server over ``store``: this version's graph file named by ``$ADAPTIVE_GRAPH_PATH``, so that
+    a baseline from before issue 41 (which looked for the graph beside the index folder, not in it) reads the same
+    graph instead of an empty one of its own: without it, it did no graph work and its answers differed."""
+    from adaptive_retrieval.components import graph_file
+
+    return {**os.environ, "ADAPTIVE_GRAPH_PATH": str(graph_file(qdrant_path=store))}
+
+
 def serve_and_query(
     store: Path,
     queries: list[str],
@@ -287,7 +296,7 @@ def serve_and_query(
         command = [sys.executable, __file__, "--serve-profiled", str(profile), "--", *serve]
     label = profiler or ("plain" if python == sys.executable else "baseline")
     with (workdir / f"server-{label}.log").open("w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=same_graph(store))
         server = child_pid(process.pid) if profiler == "py-spy" else process.pid
         try:
             url = f"http://{HOST}:{port}"
