@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, Self, TypeVar
 
+from pydantic_core import SchemaSerializer, core_schema
+
 V = TypeVar("V")
 
 
@@ -65,6 +67,12 @@ class FrozenMapping(Mapping[str, V]):
         return f"{type(self).__name__}({self._items!r})"
 
     __hash__ = None  # type: ignore[assignment]
+
+    #: How pydantic writes one as JSON where it meets it untyped (Hayhooks answers a deployed YAML pipeline with its
+    #: outputs in a ``dict`` field, the router's weights among them): as the plain dicts and lists of :func:`thaw`.
+    __pydantic_serializer__ = SchemaSerializer(
+        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(lambda v: thaw(v)))
+    )
 
     def __reduce__(self) -> tuple[type[Self], tuple[dict[str, V]]]:
         return type(self), (self._items,)

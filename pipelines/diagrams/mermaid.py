@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from haystack import Pipeline
 
+from adaptive_retrieval.components.frozen_mapping import FrozenMapping
 from adaptive_retrieval.components.gating.attempts import RetryState
 from adaptive_retrieval.components.strategy import Strategy
 
@@ -46,8 +47,9 @@ MIN_BROADCAST = 3
 #: Output names listed on a pipeline's result node; the rest are summarised as "…".
 MAX_RESULT_NAMES = 3
 _RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click", "linkstyle", "direction"}
-#: What a dotted edge carries: settings (numbers, flags, dicts, the router's strategy) and the loop's state, not data.
-_CONTROL_TYPES = (int, float, bool, dict, Strategy, RetryState)
+#: What a dotted edge carries: settings (numbers, flags, dicts, read-only mappings such as the router's weights, its
+#: strategy) and the loop's state, not data.
+_CONTROL_TYPES = (int, float, bool, dict, FrozenMapping, Strategy, RetryState)
 #: Link styles: settings are grey and dotted; the edge that closes a cycle is thick, dashed and red.
 _CONTROL_STYLE = "stroke:#888,stroke-width:1px"
 _BACK_STYLE = "stroke:#c0392b,stroke-width:3px,stroke-dasharray:8 5,color:#c0392b"
@@ -94,7 +96,8 @@ def _is_control(socket_type: Any) -> bool:
     if typing.get_origin(socket_type) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(socket_type) if a is not type(None)]
         return bool(args) and all(_is_control(a) for a in args)
-    return socket_type in _CONTROL_TYPES or typing.get_origin(socket_type) is dict
+    kind = typing.get_origin(socket_type) or socket_type
+    return isinstance(kind, type) and issubclass(kind, _CONTROL_TYPES)
 
 
 def _type_label(socket_type: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from haystack import Pipeline, component
 from haystack.core.errors import PipelineConnectError
+from pydantic import create_model
 
 from adaptive_retrieval.components.frozen_mapping import FrozenMapping, freeze, thaw
 from adaptive_retrieval.components.fusion import WeightedRRFJoiner
@@ -76,6 +77,15 @@ class TestFrozenMapping:
         assert isinstance(frozen["weights"], FrozenMapping) and frozen["skipped"] == ("bridge",)
         assert thaw(frozen) == plain and frozen.to_dict() == plain and FrozenMapping.from_dict(plain) == frozen
         assert json.loads(json.dumps(json_ready(frozen))) == plain
+
+    def test_pydantic_writes_it_as_plain_json_where_it_meets_it_untyped(self) -> None:
+        # Hayhooks answers a deployed YAML pipeline with its outputs in a dict field: the router's weights and its
+        # Strategy are among them.
+        answer = create_model("Answer", result=(dict, ...))
+        strategy = Strategy(weights=WEIGHTS)
+        result = {"weights": ChannelWeights(WEIGHTS), "strategy": strategy, "fusion": freeze({"skipped": ["a"]})}
+        dumped = json.loads(answer(result=result).model_dump_json())["result"]
+        assert dumped == {"weights": WEIGHTS, "strategy": strategy.to_dict(), "fusion": {"skipped": ["a"]}}
 
     def test_haystack_hands_the_weights_on_as_one_value(self) -> None:
         pipeline = Pipeline()
