@@ -26,6 +26,26 @@ from pydantic_core import SchemaSerializer, core_schema
 V = TypeVar("V")
 
 
+def freeze(value: Any) -> Any:
+    """``value`` with every dict turned into a :class:`FrozenMapping` and every list into a tuple, all the way down."""
+    if isinstance(value, FrozenMapping):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenMapping((str(k), freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The inverse of :func:`freeze`: mappings as dicts, tuples as lists, all the way down."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
 class FrozenMapping(Mapping[str, V]):
     """The items of ``items`` read as a dict; copies are itself (see the module docstring).
 
@@ -71,7 +91,7 @@ class FrozenMapping(Mapping[str, V]):
     #: How pydantic writes one as JSON where it meets it untyped (Hayhooks answers a deployed YAML pipeline with its
     #: outputs in a ``dict`` field, the router's weights among them): as the plain dicts and lists of :func:`thaw`.
     __pydantic_serializer__ = SchemaSerializer(
-        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(lambda v: thaw(v)))
+        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(thaw))
     )
 
     def __reduce__(self) -> tuple[type[Self], tuple[dict[str, V]]]:
@@ -93,23 +113,3 @@ class FrozenMapping(Mapping[str, V]):
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """The inverse of :meth:`to_dict` (nested dicts and lists frozen)."""
         return cls((k, freeze(v)) for k, v in data.items())
-
-
-def freeze(value: Any) -> Any:
-    """``value`` with every dict turned into a :class:`FrozenMapping` and every list into a tuple, all the way down."""
-    if isinstance(value, FrozenMapping):
-        return value
-    if isinstance(value, Mapping):
-        return FrozenMapping((str(k), freeze(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """The inverse of :func:`freeze`: mappings as dicts, tuples as lists, all the way down."""
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    return value

@@ -11,7 +11,7 @@ from haystack.core.errors import ComponentError
 from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.errors import AdaptiveRetrievalError
 from adaptive_retrieval.components.frozen_mapping import FrozenMapping, freeze
-from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments
+from adaptive_retrieval.components.shared_documents import RankedDocuments, SharedDocuments, documents_type
 from adaptive_retrieval.components.strategy import WeightsInput
 
 logger = logging.getLogger(__name__)
@@ -86,8 +86,7 @@ class WeightedRRFJoiner:
         self.k = k
         self.top_k = top_k
         self.share_documents = share_documents
-        fused_type = RankedDocuments if share_documents else list[Document]
-        component.set_output_types(self, documents=fused_type, fusion=fusion_type(share_documents))
+        component.set_output_types(self, documents=documents_type(share_documents), fusion=fusion_type(share_documents))
         for channel in self.channels:
             component.set_input_type(self, channel, RankedDocuments | None, default=None)
             component.set_input_type(self, failure_socket(channel), str | None, default=None)

@@ -45,9 +45,7 @@ class WireDocuments:
     @classmethod
     def of_points(cls, hits: Iterable[tuple[KeptPoint, float | None]], with_vector: bool) -> WireDocuments:
         """The kept points of a search or fetch with their scores, their vectors only when ``with_vector``."""
-        if with_vector:
-            return cls([(point.fields, score, point.vector) for point, score in hits])
-        return cls([(point.fields, score, None) for point, score in hits])
+        return cls([(point.fields, score, point.vector if with_vector else None) for point, score in hits])
 
     @classmethod
     def of_documents(cls, documents: Iterable[Document]) -> WireDocuments:
