@@ -38,18 +38,23 @@ class ChannelWeights(FrozenMapping[float]):
 WeightsInput = ChannelWeights | dict[str, float] | None
 
 #: The fields of a strategy, in the order they are shown.
-STRATEGY_FIELDS: tuple[str, ...] = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
+STRATEGY_FIELDS: tuple[str, ...] = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank", "max_per_source")
+#: Fields a profile may leave out (profiles written before them), with the value that changes nothing.
+OPTIONAL_FIELDS: dict[str, Any] = {"max_per_source": 0}
 
 
 @dataclass(frozen=True)
 class Strategy:
-    """How one attempt searches: the channels' weights, how many documents to keep and fetch, MMR's λ, reranking.
+    """How one attempt searches: the channels' weights, how many documents to keep and fetch, MMR's λ, reranking,
+    and how many passages of one source document the result may hold.
 
     :param weights: channel name → weight (the router's, rounded to 4 decimals; the joiner renormalises).
     :param top_k: documents kept after fusion and diversity.
     :param fetch_k: documents each channel is asked for.
     :param mmr_lambda: MMR's relevance/diversity trade-off (1: relevance only).
     :param rerank: whether the cross-encoder reranks the list.
+    :param max_per_source: at most this many passages of one source document (``meta["source"]``) in the result;
+        0: no cap. A plain search takes 1, so that its ten results are ten documents.
     """
 
     weights: Mapping[str, float] = field(default_factory=ChannelWeights)
@@ -57,6 +62,7 @@ class Strategy:
     fetch_k: int = 30
     mmr_lambda: float = 1.0
     rerank: bool = False
+    max_per_source: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.weights, ChannelWeights):  # read-only, so that a copy can be the strategy itself
@@ -71,11 +77,12 @@ class Strategy:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Strategy:
-        """From a profile-shaped mapping (``weights``, ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``).
+        """From a profile-shaped mapping (``weights``, ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``, and
+        optionally ``max_per_source``).
 
         :raises ValueError: naming the fields that are missing.
         """
-        missing = [name for name in STRATEGY_FIELDS if name not in data]
+        missing = [name for name in STRATEGY_FIELDS if name not in data and name not in OPTIONAL_FIELDS]
         if missing:
             msg = f"A strategy needs {list(STRATEGY_FIELDS)}; missing {missing}"
             raise ValueError(msg)
@@ -85,10 +92,11 @@ class Strategy:
             fetch_k=int(data["fetch_k"]),
             mmr_lambda=float(data["mmr_lambda"]),
             rerank=bool(data["rerank"]),
+            max_per_source=int(data.get("max_per_source", OPTIONAL_FIELDS["max_per_source"])),
         )
 
     def to_fields(self) -> dict[str, Any]:
-        """The five fields by name, as they are (the router sends each on its own output)."""
+        """The fields by name, as they are (the router sends each on its own output)."""
         return {name: getattr(self, name) for name in STRATEGY_FIELDS}
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,4 +107,5 @@ class Strategy:
             "fetch_k": self.fetch_k,
             "mmr_lambda": self.mmr_lambda,
             "rerank": self.rerank,
+            "max_per_source": self.max_per_source,
         }

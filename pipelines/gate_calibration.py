@@ -112,7 +112,11 @@ def _run_one(pipeline: Pipeline, gate: Any, query: PseudoQuery) -> dict[str, Any
     excluded = set(query.sources)
     candidates = [d for d in joiner["documents"] if d.meta.get("doc_id") not in excluded]
     selected = pipeline.get_component("mmr").run(
-        documents=candidates, query_embedding=embedding, lambda_threshold=router["mmr_lambda"], top_k=router["top_k"]
+        documents=candidates,
+        query_embedding=embedding,
+        lambda_threshold=router["mmr_lambda"],
+        top_k=router["top_k"],
+        max_per_source=router["max_per_source"],
     )["documents"]
     ranked = pipeline.get_component("ranker").run(
         documents=selected, query=query.text, top_k=router["top_k"], rerank=router["rerank"]

@@ -106,8 +106,8 @@ def build_query_pipeline(
     connect_channels(p, channels)
     p.connect("query_embedder.vector", "mmr.query_embedding")
     p.connect("router.weights", "joiner.weights")
-    p.connect("router.mmr_lambda", "mmr.lambda_threshold")
-    p.connect("router.top_k", "mmr.top_k")
+    for out, into in (("mmr_lambda", "lambda_threshold"), ("top_k", "top_k"), ("max_per_source", "max_per_source")):
+        p.connect(f"router.{out}", f"mmr.{into}")
     p.connect("joiner.documents", "mmr.documents")
     p.connect("mmr.documents", "ranker.documents")
     p.connect("router.top_k", "ranker.top_k")

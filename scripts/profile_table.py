@@ -38,7 +38,7 @@ def _weights(profile: dict[str, Any]) -> str:
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two profiles are the same strategy (a channel at zero weight is one the profile does not name)."""
     nonzero = {k: v for k, v in a["weights"].items() if v > 0}, {k: v for k, v in b["weights"].items() if v > 0}
-    rest = ("top_k", "fetch_k", "mmr_lambda", "rerank")
+    rest = ("top_k", "fetch_k", "mmr_lambda", "rerank", "max_per_source")
     return nonzero[0] == nonzero[1] and all(a.get(k) == b.get(k) for k in rest)
 
 

@@ -232,6 +232,7 @@ class IntentRouter:
         fetch_k=int,
         mmr_lambda=float,
         rerank=bool,
+        max_per_source=int,
         structural=dict[str, Any] | None,
         routing=dict[str, Any],
         strategy=Strategy,
@@ -243,12 +244,11 @@ class IntentRouter:
         :param escalation: retry level sent back by the quality gate (``None``/0: first attempt); it widens the
             strategy (see :func:`adaptive_retrieval.components.routing.profiles.escalate_strategy`).
         :returns: ``intent`` (top intent), ``confidence`` (its probability), the strategy (``weights``,
-            ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``), ``structural`` (a section/table reference or
-            ``None``) and ``routing`` (probabilities, rules fired, ``fallback``: why the fallback profile was
-            taken, or ``None``; time taken) for diagnostics; ``strategy`` (the
-            same five fields as one :class:`~adaptive_retrieval.components.strategy.Strategy`) and
-            ``next_strategy`` (what a retry one level up would use), so the quality gate can skip a retry that
-            would change nothing.
+            ``top_k``, ``fetch_k``, ``mmr_lambda``, ``rerank``, ``max_per_source``), ``structural`` (a section/table
+            reference or ``None``) and ``routing`` (probabilities, rules fired, ``fallback``: why the fallback
+            profile was taken, or ``None``; time taken) for diagnostics; ``strategy`` (the same fields as one
+            :class:`~adaptive_retrieval.components.strategy.Strategy`) and ``next_strategy`` (what a retry one
+            level up would use), so the quality gate can skip a retry that would change nothing.
         :raises ValueError: for an empty or too long query, or a query embedding of the wrong dimension.
         """
         check_query(query, self.max_query_chars)

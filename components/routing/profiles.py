@@ -142,6 +142,9 @@ def validate_profiles(
         if int(profile["top_k"]) < 1 or int(profile["fetch_k"]) < int(profile["top_k"]):
             msg = f"profile '{intent}': need 1 <= top_k <= fetch_k"
             raise ValueError(msg)
+        if int(profile.get("max_per_source", 0)) < 0:
+            msg = f"profile '{intent}': max_per_source must be 0 (no cap) or more"
+            raise ValueError(msg)
 
 
 def mix_profiles(
@@ -150,9 +153,10 @@ def mix_profiles(
     """Soft routing: the probability-weighted mix of the intent profiles.
 
     Weights and λ are averaged; ``top_k``/``fetch_k`` are averaged and rounded; ``rerank`` is on when the
-    intents that want it hold at least half the probability mass. The weights cover exactly ``channels`` (a
-    channel a profile does not name weighs its registered ``default_weight``); ``None``: the channels the profiles
-    name.
+    intents that want it hold at least half the probability mass; ``max_per_source`` is the profiles' cap when
+    every profile in the mix has the same one, else 0 (no cap: a cap is for a whole profile, not a share of one).
+    The weights cover exactly ``channels`` (a channel a profile does not name weighs its registered
+    ``default_weight``); ``None``: the channels the profiles name.
     """
     if channels is None:
         channels = {c for p in profiles.values() for c in p["weights"]}
@@ -160,8 +164,11 @@ def mix_profiles(
     default = {c: default_weight(c) for c in names}
     weights = {c: 0.0 for c in names}
     top_k = fetch_k = lam = rerank_mass = 0.0
+    caps = set()
     for intent, prob in probabilities.items():
         profile = profiles[intent]
+        if prob > 0:
+            caps.add(int(profile.get("max_per_source", 0)))
         for c in names:
             weights[c] += prob * float(profile["weights"].get(c, default[c]))
         top_k += prob * profile["top_k"]
@@ -175,6 +182,7 @@ def mix_profiles(
         "fetch_k": max(1, round(fetch_k)),
         "mmr_lambda": round(lam, 4),
         "rerank": rerank_mass >= 0.5,
+        "max_per_source": caps.pop() if len(caps) == 1 else 0,
     }
 
 

@@ -31,7 +31,9 @@ class MMRSelector:
     computed once upstream. The selected documents go on with their vectors (the quality gate reads them).
     Relevance is the cosine to the query (``relevance="query"``) or the upstream fused score rescaled to [0, 1]
     (``relevance="score"``, the default, which keeps keyword and graph evidence that cosine cannot see).
-    Documents without a vector are kept but take no part in the diversity term.
+    Documents without a vector are kept but take no part in the diversity term. With ``max_per_source`` n > 0 a
+    source document (``meta["source"]``) gives at most its n best-ranked candidates: a plain search's ten results
+    are then ten documents, not three passages of one article.
 
     Usage::
 
@@ -47,6 +49,7 @@ class MMRSelector:
         duplicate_threshold: float | None = 0.98,
         document_store: Any | None = None,
         share_documents: bool = False,
+        max_per_source: int = 0,
     ) -> None:
         """
         :param top_k: documents to select.
@@ -62,6 +65,8 @@ class MMRSelector:
         :param share_documents: send ``documents`` as one shared, read-only
             :class:`~adaptive_retrieval.components.shared_documents.SharedDocuments` (typed ``Iterable[Document]``):
             Haystack copies it once, not document by document (the query pipeline's setting).
+        :param max_per_source: candidates kept per source document (``meta["source"]``; a candidate without one
+            is its own source), best-ranked first; 0 keeps all. The router's ``max_per_source`` overrides it.
         """
         if relevance not in ("score", "query"):
             msg = f"relevance must be 'score' or 'query', got {relevance!r}"
@@ -73,6 +78,8 @@ class MMRSelector:
         self.duplicate_threshold = duplicate_threshold
         self.document_store = document_store
         self.share_documents = share_documents
+        self._check_cap(max_per_source)
+        self.max_per_source = max_per_source
         component.set_output_types(self, documents=documents_type(share_documents))
         self._search: VectorSearch | None = vector_search(document_store) if document_store is not None else None
 
@@ -100,6 +107,24 @@ class MMRSelector:
         if not 0.0 <= value <= 1.0:
             msg = f"lambda_threshold must be within [0, 1], got {value}"
             raise ValueError(msg)
+
+    @staticmethod
+    def _check_cap(value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            msg = f"max_per_source must be an integer >= 0 (0: no cap), got {value!r}"
+            raise ValueError(msg)
+
+    @staticmethod
+    def _cap_per_source(documents: list[Document], cap: int) -> list[Document]:
+        """The first ``cap`` (best-ranked) candidates of each source document, in their order."""
+        counts: dict[str, int] = {}
+        kept: list[Document] = []
+        for doc in documents:
+            source = str(doc.meta.get("source") or doc.id)
+            if counts.get(source, 0) < cap:
+                counts[source] = counts.get(source, 0) + 1
+                kept.append(doc)
+        return kept
 
     @staticmethod
     def _drop_same_text(documents: list[Document]) -> list[Document]:
@@ -130,8 +155,10 @@ class MMRSelector:
         query_embedding: QueryEmbedding | None = None,
         lambda_threshold: float | None = None,
         top_k: int | None = None,
+        max_per_source: int | None = None,
     ) -> dict[str, Any]:
-        """Return up to ``top_k`` documents in MMR order, each with ``meta["mmr_rank"]`` (1-based)."""
+        """Return up to ``top_k`` documents in MMR order, each with ``meta["mmr_rank"]`` (1-based); at most
+        ``max_per_source`` of one source document (``None``: the component's setting; 0: no cap)."""
         documents = list(documents)  # a list, or the joiner's SharedDocuments (read, never changed: see with_fields)
         query_embedding = as_float_list(query_embedding)
         lam = self.lambda_threshold if lambda_threshold is None else float(lambda_threshold)
@@ -139,6 +166,10 @@ class MMRSelector:
         k = self.top_k if top_k is None else top_k
         if not documents or k <= 0:
             return {"documents": hand_on([], self.share_documents)}
+        cap = self.max_per_source if max_per_source is None else max_per_source
+        self._check_cap(cap)
+        if cap:
+            documents = self._cap_per_source(documents, cap)
         if self.duplicate_threshold is not None:
             documents = self._drop_same_text(documents)
         vectors = self.stored_vectors(documents)

@@ -30,7 +30,9 @@ def print_query(result: QueryResult, out: TextIO, full: bool) -> None:
     fallback = result.routing.get("fallback")
     print(
         f"strategy: top_k={strategy.top_k} fetch_k={strategy.fetch_k} mmr_lambda={strategy.mmr_lambda} "
-        f"rerank={strategy.rerank}" + (f" (the fallback profile: {fallback})" if fallback else ""),
+        f"rerank={strategy.rerank}"
+        + (f" max_per_source={strategy.max_per_source}" if strategy.max_per_source else "")
+        + (f" (the fallback profile: {fallback})" if fallback else ""),
         file=out,
     )
     print("weights: " + " ".join(f"{c}={w:.2f}" for c, w in result.weights.items()), file=out)

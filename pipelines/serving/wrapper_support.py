@@ -113,7 +113,9 @@ class QueryResponse(BaseModel):
     intent: str = Field(description="Most probable intent (factual, keyword, analytical, ...)")
     confidence: float = Field(description="Router probability of that intent")
     weights: dict[str, float] = Field(description="Channel weights the joiner applied (renormalised)")
-    strategy: dict[str, Any] = Field(default_factory=dict, description="weights, top_k, fetch_k, mmr_lambda, rerank")
+    strategy: dict[str, Any] = Field(
+        default_factory=dict, description="weights, top_k, fetch_k, mmr_lambda, rerank, max_per_source"
+    )
     structural: dict[str, Any] | None = None
     routing: dict[str, Any] = Field(default_factory=dict)
     fusion: dict[str, Any] = Field(default_factory=dict)

@@ -15,7 +15,13 @@ class TestStrategy:
     def test_from_and_to_a_profile_shaped_dict(self) -> None:
         strategy = Strategy.from_dict(PROFILE)
         assert strategy.fetch_k == 30 and strategy.weights["dense"] == 0.6
-        assert strategy.to_dict() == PROFILE
+        assert strategy.to_dict() == {**PROFILE, "max_per_source": 0}
+
+    def test_a_profile_may_cap_passages_per_source(self) -> None:
+        # Profiles written before the cap have none (0); a plain-search profile takes 1.
+        assert Strategy.from_dict(PROFILE).max_per_source == 0
+        capped = Strategy.from_dict({**PROFILE, "max_per_source": 1})
+        assert capped.max_per_source == 1 and capped.to_dict()["max_per_source"] == 1
 
     def test_a_missing_field_is_named(self) -> None:
         with pytest.raises(ValueError, match="fetch_k"):

@@ -72,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--safe-rerank", default="false", help="--all-dev: grid's rerank settings (false, true or false,true)"
     )
+    parser.add_argument("--safe-fetch", default=str(SAFE_FETCH_K), help="--all-dev: grid's fetch_k values")
+    parser.add_argument(
+        "--safe-per-source", default="0", help="--all-dev: grid's caps of passages per source document (0: none)"
+    )
     parser.add_argument("--confidences", default=",".join(map(str, CONFIDENCES)), help="--all-dev: fallback bounds")
 
 
@@ -84,6 +88,10 @@ def _flag(text: str) -> bool:
 
 def _floats(text: str) -> tuple[float, ...]:
     return tuple(float(v) for v in text.split(",") if v)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v)
 
 
 def fallback_candidates(confidences: tuple[float, ...], grid_size: int = 0) -> list[RoutingCandidate]:
@@ -163,8 +171,11 @@ def leave_one_out_table(result: LeaveOneOut, judge: Judge, grid: list[dict[str, 
     for name in sets:
         fit = result.safe_without[name]
         weights = ", ".join(f"{c} {w:g}" for c, w in grid[fit.index]["weights"].items() if w > 0)
-        profile = f"{weights}; λ {grid[fit.index]['mmr_lambda']:g}" + (
-            "" if fit.at_floor else " (no grid profile at floor)"
+        cap = grid[fit.index].get("max_per_source", 0)
+        profile = (
+            f"{weights}; λ {grid[fit.index]['mmr_lambda']:g}"
+            + (f"; {cap} per source" if cap else "")
+            + ("" if fit.at_floor else " (no grid profile at floor)")
         )
         for metric in judge.floor_metrics[name]:
             stock = judge.stock_means[name][metric]
@@ -208,7 +219,15 @@ def run(args: argparse.Namespace, command: str, log: Any) -> dict[str, Any]:
     judge = Judge(items, tails, stock, {s.name: s.floor_metrics for s in dev_sets})
     lambdas = _floats(args.safe_lambdas)
     reranks = tuple(dict.fromkeys(_flag(v) for v in args.safe_rerank.split(",") if v))
-    grid = safe_grid(safe_channels, args.safe_steps, SAFE_TOP_K, SAFE_FETCH_K, lambdas, reranks)
+    grid = safe_grid(
+        safe_channels,
+        args.safe_steps,
+        SAFE_TOP_K,
+        _ints(args.safe_fetch),
+        lambdas,
+        reranks,
+        _ints(args.safe_per_source),
+    )
     routed = load_profiles_file()["profiles"]
     if args.fallback_only:
         candidates = fallback_candidates(_floats(args.confidences), len(grid))

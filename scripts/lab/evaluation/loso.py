@@ -46,7 +46,8 @@ TOLERANCE = 1e-9
 def strategy_key(strategy: dict[str, Any]) -> tuple[Any, ...]:
     """What identifies a first-attempt strategy (the replay's answer depends on nothing else)."""
     weights = tuple(sorted((c, round(float(w), 4)) for c, w in strategy["weights"].items() if w > 0))
-    return weights, strategy["top_k"], strategy["fetch_k"], round(strategy["mmr_lambda"], 4), bool(strategy["rerank"])
+    rest = strategy["top_k"], strategy["fetch_k"], round(strategy["mmr_lambda"], 4), bool(strategy["rerank"])
+    return weights, *rest, int(strategy.get("max_per_source", 0))
 
 
 class Judge:
@@ -206,17 +207,25 @@ def routing_candidates(
 
 
 def safe_grid(
-    channels: Sequence[str], steps: int, top_k: int, fetch_k: int, lambdas: Sequence[float], rerank: Sequence[bool]
+    channels: Sequence[str],
+    steps: int,
+    top_k: int,
+    fetch_k: int | Sequence[int],
+    lambdas: Sequence[float],
+    rerank: Sequence[bool],
+    per_source: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
     """Candidate safe profiles: every way to split ``steps`` equal parts of weight over ``channels``, at each MMR
-    λ and rerank setting (``top_k`` and ``fetch_k`` fixed)."""
+    λ, rerank setting, ``fetch_k`` and cap of passages per source document (``top_k`` fixed)."""
+    depths = (fetch_k,) if isinstance(fetch_k, int) else tuple(fetch_k)
     grid = []
     for parts in itertools.product(range(steps + 1), repeat=len(channels)):
         if sum(parts) != steps:
             continue
         weights = normalised({c: p / steps for c, p in zip(channels, parts, strict=True)})
-        for lam, rr in itertools.product(lambdas, rerank):
-            grid.append({"weights": weights, "top_k": top_k, "fetch_k": fetch_k, "mmr_lambda": lam, "rerank": rr})
+        for lam, rr, depth, cap in itertools.product(lambdas, rerank, depths, per_source):
+            profile = {"weights": weights, "top_k": top_k, "fetch_k": depth, "mmr_lambda": lam, "rerank": rr}
+            grid.append({**profile, "max_per_source": cap} if cap else profile)
     return grid
 
 

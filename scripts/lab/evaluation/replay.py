@@ -32,7 +32,7 @@ MRR_WEIGHT = 0.5
 
 MAX_ATTEMPTS = 5
 #: Router outputs that make up a strategy (the rest, e.g. ``structural``, do not depend on the profiles).
-STRATEGY_KEYS = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank")
+STRATEGY_KEYS = ("weights", "top_k", "fetch_k", "mmr_lambda", "rerank", "max_per_source")
 
 
 @dataclass
@@ -301,6 +301,7 @@ def first_pass(item: Captured, strategy: dict[str, Any], tail: Tail) -> tuple[li
         query_embedding=item.embedding,
         lambda_threshold=strategy["mmr_lambda"],
         top_k=strategy["top_k"],
+        max_per_source=strategy.get("max_per_source", 0),
     )["documents"]
     if tail.ranker is not None:
         tail.ranker.score = memo_score(tail.ranker, item)

@@ -19,6 +19,7 @@ from adaptive_retrieval.components.routing.profiles import (
     INTENTS,
     default_profiles,
     load_profiles_file,
+    mix_profiles,
 )
 from adaptive_retrieval.components.routing.rules import structural_reference
 
@@ -87,6 +88,14 @@ def test_soft_routing_mixes_profiles(router: IntentRouter, encoder: TokenEncoder
     expected_dense = sum(p * profiles[i]["weights"]["dense"] for i, p in probs.items())
     total = sum(sum(p * profiles[i]["weights"][c] for i, p in probs.items()) for c in profiles["factual"]["weights"])
     assert out["weights"]["dense"] == pytest.approx(expected_dense / total, abs=2e-3)
+
+
+def test_a_cap_per_source_holds_only_where_the_whole_mix_has_it() -> None:
+    capped = {**default_profiles()["factual"], "max_per_source": 1}
+    plain = default_profiles()["factual"]
+    assert mix_profiles({"a": capped}, {"a": 1.0})["max_per_source"] == 1
+    assert mix_profiles({"a": capped, "b": plain}, {"a": 0.7, "b": 0.3})["max_per_source"] == 0
+    assert mix_profiles({"a": capped, "b": plain}, {"a": 1.0, "b": 0.0})["max_per_source"] == 1
 
 
 def test_structural_reference_is_extracted() -> None:
@@ -207,6 +216,10 @@ class TestPackagedFallback:
             ("EFFECTS OF FROST ON VINEYARDS IN NORTHERN PORTUGAL .", "upper case"),
             ("I am interested in articles about frost damage in vineyards", "request"),
             ("frost damage to vineyards and the methods growers use against it", "statement"),
+            (
+                "What methods are there for protecting young vines from frost, and how well do they work in practice?",
+                "description",
+            ),
         ],
     )
     def test_a_plain_search_takes_the_packaged_fallback(
@@ -218,10 +231,11 @@ class TestPackagedFallback:
         fallback = DEFAULT_FALLBACK_PROFILE
         assert fallback is not None
         assert {c for c, w in out["weights"].items() if w > 0} == {c for c, w in fallback["weights"].items() if w > 0}
-        assert (out["top_k"], out["fetch_k"], out["mmr_lambda"]) == (
+        assert (out["top_k"], out["fetch_k"], out["mmr_lambda"], out["max_per_source"]) == (
             fallback["top_k"],
             fallback["fetch_k"],
             fallback["mmr_lambda"],
+            fallback.get("max_per_source", 0),
         )
 
     @pytest.mark.parametrize("query", [q for qs in CLEAR.values() for q in qs])

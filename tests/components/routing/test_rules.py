@@ -73,6 +73,10 @@ def test_rules_stay_linear_on_long_input() -> None:
         ("articles dealing with the measurement of reading speed in children", "request"),
         ("the effect of altitude on the oxygen uptake of athletes.", "statement"),
         ("Parallel sorting algorithms for shared-memory machines; merge networks", "statement"),
+        (
+            "What problems are there in making up descriptive titles? How relevant are articles to their titles?",
+            "description",
+        ),
     ],
 )
 def test_plain_searches_are_recognised(query: str, reason: str) -> None:
@@ -90,6 +94,14 @@ def test_plain_searches_are_recognised(query: str, reason: str) -> None:
         "What is the boiling point of water",
         "error code E1045 pump",  # terse: the keyword rule's
         "What does Section 3.2 say about termination?",
+        # Long but naming something (a name, a number, an identifier): left to the classifier.
+        "Who is the child of the president under whom prohibition occurred in the United States of the twenties?",
+        "When does real time with the pizza man cast member start again in 2018 on the usual channel?",
+        "How do I call retry_policy.same_candidates from a router of my own when the gate asks for a retry?",
+        # Naming nothing, but an entity described by another: a multi-hop question.
+        "How many novels were written by the author whose first book described the history of the old harbour?",
+        # Naming nothing, but short: a question about one's own documents often is.
+        "What happens when a break statement runs inside a loop with an else clause?",
     ],
 )
 def test_questions_and_instructions_are_not_plain_searches(query: str) -> None:

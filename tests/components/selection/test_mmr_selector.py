@@ -75,6 +75,43 @@ def test_same_text_from_two_sources_is_one_result_even_below_the_cosine_threshol
     assert [d.id for d in kept] == ["first", "copy", "other"]
 
 
+class TestMaxPerSource:
+    @staticmethod
+    def _passages() -> list[Document]:
+        # Three passages of one article rank first; the cap lets the next documents in.
+        sources = ["time-1", "time-1", "time-1", "time-2", "time-3"]
+        return [
+            Document(id=f"p{i}", content=f"passage {i}", embedding=[1.0, i / 10], score=1 - i / 10, meta={"source": s})
+            for i, s in enumerate(sources)
+        ]
+
+    def test_a_cap_keeps_each_sources_best_passages_in_rank_order(self) -> None:
+        selector = MMRSelector(top_k=3, lambda_threshold=1.0, duplicate_threshold=None)
+        assert [d.id for d in selector.run(documents=self._passages())["documents"]] == ["p0", "p1", "p2"]
+        capped = selector.run(documents=self._passages(), max_per_source=1)["documents"]
+        assert [d.id for d in capped] == ["p0", "p3", "p4"]
+        two = MMRSelector(top_k=3, lambda_threshold=1.0, duplicate_threshold=None, max_per_source=2)
+        assert [d.id for d in two.run(documents=self._passages())["documents"]] == ["p0", "p1", "p3"]
+        # The router's 0 lifts the component's cap for this query.
+        assert [d.id for d in two.run(documents=self._passages(), max_per_source=0)["documents"]] == ["p0", "p1", "p2"]
+
+    def test_a_document_without_a_source_is_its_own(self) -> None:
+        docs = [Document(id=i, content=i, embedding=[1.0, 0.0], score=1.0) for i in ("x", "y")]
+        out = MMRSelector(top_k=2, lambda_threshold=1.0, duplicate_threshold=None).run(documents=docs, max_per_source=1)
+        assert [d.id for d in out["documents"]] == ["x", "y"]
+
+    @pytest.mark.parametrize("cap", [-1, 1.5, True])
+    def test_a_bad_cap_is_refused(self, cap: object) -> None:
+        with pytest.raises(ValueError, match="max_per_source"):
+            MMRSelector(max_per_source=cap)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="max_per_source"):
+            MMRSelector().run(documents=self._passages(), max_per_source=cap)  # type: ignore[arg-type]
+
+    def test_the_cap_serialises(self) -> None:
+        selector = MMRSelector(max_per_source=1)
+        assert MMRSelector.from_dict(selector.to_dict()).max_per_source == 1
+
+
 def test_lambda_per_query_and_query_relevance() -> None:
     selector = MMRSelector(top_k=2, relevance="query", duplicate_threshold=None)
     out = selector.run(documents=_documents(), query_embedding=[0.0, 1.0], lambda_threshold=1.0)
