@@ -176,7 +176,9 @@ def plain_search(query: str) -> str | None:
     ...", "articles about ..."), ``"statement"`` (a described topic of at least :data:`PLAIN_MIN_WORDS` words
     that asks nothing: no question mark, no question or instruction word first), or ``"description"`` (a
     question of at least :data:`PLAIN_LONG_WORDS` words that names nothing (:func:`names_something`) and describes
-    no entity by another, which is a multi-hop question for the relational profile)."""
+    no entity by another, which is a multi-hop question for the relational profile), or ``"terms"`` (a few ordinary
+    words that name nothing: "portable operating systems"; a terse query that names an identifier, a code or a
+    number, "KeyError __missing__", is the keyword rule's)."""
     words = query.split()
     letters = [c for c in query if c.isalpha()]
     if len(words) >= 3 and letters and sum(c.isupper() for c in letters) >= 0.8 * len(letters):
@@ -187,6 +189,8 @@ def plain_search(query: str) -> str | None:
         return "statement"
     if len(words) >= PLAIN_LONG_WORDS and not names_something(query) and not _nested(query):
         return "description"
+    if words and "?" not in query and not _ASKING.search(query) and not names_something(query):
+        return "terms"
     return None
 
 

@@ -32,7 +32,8 @@ musique_dev100 with the 2Wiki distractors, dragonball_law_en's answerable questi
 LISA, ADI; ``--sets`` picks some) for the stock hybrid, adaptive and adaptive with the packaged fixed profile, and
 prints one table: each set's quality metrics with 95 % bootstrap intervals, the ratios to the stock hybrid and
 the p50s (``--json``: the table and every set's report). Indexes are cached under ``--root``, so a rerun only asks
-the questions.
+the questions. ``--query-style lower|terms`` asks every system each question rewritten (lower case; its content words
+only: ``evaluation/query_styles.py``), as collections the package never sees write their needs.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from evaluation.metrics import (
     percentiles,
     question_metrics,
 )
+from evaluation.query_styles import STYLES, restyle
 from evaluation.systems import (
     ADAPTIVE,
     ALL_SYSTEMS,
@@ -109,7 +111,7 @@ def build_evalset(args: argparse.Namespace) -> EvalSet:
         evalset = EvalSet(evalset.name, evalset.passages, evalset.questions[: args.limit])
     if not evalset.questions:
         raise SystemExit(f"{evalset.name}: no questions to evaluate")
-    return evalset
+    return restyle(evalset, args.query_style)
 
 
 def evaluate(
@@ -416,6 +418,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     fixed = "also ask the pipeline with one profile for every query (adaptive_fixed): the packaged one, or FILE's"
     parser.add_argument("--fixed-profile", nargs="?", const="packaged", metavar="FILE", help=fixed)
+    parser.add_argument(
+        "--query-style",
+        choices=list(STYLES),
+        default="as-written",
+        help="ask every question (of every system) rewritten so: lower case, or its content words only "
+        "(evaluation/query_styles.py)",
+    )
     parser.add_argument("--root", default=str(ROOT / ".adaptive"), help="where the evaluation indexes live")
     parser.add_argument("--no-cache", action="store_true", help="re-index even when a cached index matches")
     parser.add_argument("--json", help="write the full report (with per-question results) here")
@@ -437,7 +446,7 @@ def all_dev(args: argparse.Namespace, command: str) -> dict[str, Any]:
         for dev_set in dev_sets:
             log(f"[all-dev] {dev_set.name} ({dev_set.kind})")
             report = evaluate(
-                dev_set.load(data),
+                restyle(dev_set.load(data), args.query_style),
                 ["stock_hybrid_rrf", ADAPTIVE],
                 Path(args.root),
                 top_k=args.top_k,

@@ -156,7 +156,7 @@ class TestFallback:
     """The fallback profile: a query the router is unsure of, or a plain search, takes it instead of a mix."""
 
     def test_a_low_confidence_query_takes_the_fallback_profile(self, model_dir: Path, encoder: TokenEncoder) -> None:
-        query = "mitochondria"
+        query = "mitochondria?"  # a question mark: not a plain search (one word naming nothing is)
         vector = encoder.encode([query])[0].tolist()
         sure = IntentRouter(model=str(model_dir), profiles=default_profiles(), fallback_profile=SAFE)
         mixed = sure.run(query=query, query_embedding=vector)

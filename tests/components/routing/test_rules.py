@@ -77,6 +77,8 @@ def test_rules_stay_linear_on_long_input() -> None:
             "What problems are there in making up descriptive titles? How relevant are articles to their titles?",
             "description",
         ),
+        ("portable operating systems", "terms"),
+        ("Parallel algorithms", "terms"),
     ],
 )
 def test_plain_searches_are_recognised(query: str, reason: str) -> None:
@@ -92,7 +94,9 @@ def test_plain_searches_are_recognised(query: str, reason: str) -> None:
         "Describe the training objective of the proposed model",
         "According to the report, what did the committee decide",
         "What is the boiling point of water",
-        "error code E1045 pump",  # terse: the keyword rule's
+        "error code E1045 pump",  # terse and naming a code: the keyword rule's
+        "KeyError __missing__",
+        "list comprehension",  # an instruction word first
         "What does Section 3.2 say about termination?",
         # Long but naming something (a name, a number, an identifier): left to the classifier.
         "Who is the child of the president under whom prohibition occurred in the United States of the twenties?",
