@@ -140,6 +140,12 @@ _ASKING = re.compile(
     r"state|outline|evaluate|analy[sz]e|contrast)\b",
     re.IGNORECASE,
 )
+# A question without its question mark, as old collections and lower-case typing write one: a question word after an
+# opening preposition ("in what region of …") or last ("… whose godfather is whom ."). Elsewhere a question word
+# mostly opens a relative or embedded clause ("alternatives which have been offered …"), as a described topic may.
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
+_PREPOSITION = r"(?:in|on|at|of|for|from|by|with|to|into|during|under|over|after|before|since|through|about|among)"
+_QUESTION_UNMARKED = re.compile(rf"^\s*{_PREPOSITION}\s+{_WH}\b|\b{_WH}\s*[?.!]*\s*$", re.IGNORECASE)
 #: Words a query needs before it counts as a described topic (shorter statements are the terse keyword rule's).
 PLAIN_MIN_WORDS = 5
 #: Words a question needs before, naming nothing, it counts as a described information need ("What problems are
@@ -174,22 +180,24 @@ def plain_search(query: str) -> str | None:
     """Why ``query`` reads as a plain search, or ``None``: ``"upper case"`` (a query written in capitals, as old
     test collections and pasted headings are), ``"request"`` (a request for documents: "I am interested in
     ...", "articles about ..."), ``"statement"`` (a described topic of at least :data:`PLAIN_MIN_WORDS` words
-    that asks nothing: no question mark, no question or instruction word first), or ``"description"`` (a
-    question of at least :data:`PLAIN_LONG_WORDS` words that names nothing (:func:`names_something`) and describes
-    no entity by another, which is a multi-hop question for the relational profile), or ``"terms"`` (a few ordinary
-    words that name nothing: "portable operating systems"; a terse query that names an identifier, a code or a
-    number, "KeyError __missing__", is the keyword rule's)."""
+    that asks nothing: no question mark, no question or instruction word first, no question word after an
+    opening preposition or last), ``"description"`` (a question of at least :data:`PLAIN_LONG_WORDS` words that
+    names nothing (:func:`names_something`) and describes no entity by another, which is a multi-hop question for
+    the relational profile), or ``"terms"`` (a few ordinary words that ask and name nothing: "portable operating
+    systems"; a terse query that names an identifier, a code or a number, "KeyError __missing__", is the keyword
+    rule's)."""
     words = query.split()
     letters = [c for c in query if c.isalpha()]
     if len(words) >= 3 and letters and sum(c.isupper() for c in letters) >= 0.8 * len(letters):
         return "upper case"
     if _REQUEST.search(query):
         return "request"
-    if len(words) >= PLAIN_MIN_WORDS and "?" not in query and not _ASKING.search(query):
+    asks = "?" in query or bool(_ASKING.search(query) or _QUESTION_UNMARKED.search(query))
+    if len(words) >= PLAIN_MIN_WORDS and not asks:
         return "statement"
     if len(words) >= PLAIN_LONG_WORDS and not names_something(query) and not _nested(query):
         return "description"
-    if words and "?" not in query and not _ASKING.search(query) and not names_something(query):
+    if words and not asks and not names_something(query):
         return "terms"
     return None
 

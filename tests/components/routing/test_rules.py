@@ -72,6 +72,8 @@ def test_rules_stay_linear_on_long_input() -> None:
         ("Any information on the preservation of rare manuscripts would help me.", "request"),
         ("articles dealing with the measurement of reading speed in children", "request"),
         ("the effect of altitude on the oxygen uptake of athletes.", "statement"),
+        ("u.s. policy toward the new regime which overthrew the president .", "statement"),  # a relative clause
+        ("alternatives which have been offered if the forces are withdrawn .", "statement"),
         ("Parallel sorting algorithms for shared-memory machines; merge networks", "statement"),
         (
             "What problems are there in making up descriptive titles? How relevant are articles to their titles?",
@@ -104,6 +106,9 @@ def test_plain_searches_are_recognised(query: str, reason: str) -> None:
         "How do I call retry_policy.same_candidates from a router of my own when the gate asks for a retry?",
         # Naming nothing, but an entity described by another: a multi-hop question.
         "How many novels were written by the author whose first book described the history of the old harbour?",
+        # A question without its question mark: a question word after an opening preposition, or last.
+        "in what region of the country is the city that has the military museum located .",
+        "the manuscript of the flute sonata is in the hand of a musician whose godfather is whom .",
         # Naming nothing, but short: a question about one's own documents often is.
         "What happens when a break statement runs inside a loop with an else clause?",
     ],
