@@ -146,7 +146,7 @@ _ASKING = re.compile(
 _WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _PREPOSITION = r"(?:in|on|at|of|for|from|by|with|to|into|during|under|over|after|before|since|through|about|among)"
 _QUESTION_UNMARKED = re.compile(rf"^\s*{_PREPOSITION}\s+{_WH}\b|\b{_WH}\s*[?.!]*\s*$", re.IGNORECASE)
-#: Words a query needs before it counts as a described topic (shorter statements are the terse keyword rule's).
+#: Words a query needs before it counts as a described topic (a shorter one is plain when it names nothing: "terms").
 PLAIN_MIN_WORDS = 5
 #: Words a question needs before, naming nothing, it counts as a described information need ("What problems are
 #: there in making up descriptive titles? ..."). Shorter name-free questions stay with the classifier, as a
