@@ -67,8 +67,10 @@ _CODE_TOKEN = re.compile(
     r"(__\w+__|\b\w+\.\w+\(|\b\w+\(\)|\b[A-Z]{1,5}-?\d{2,}\b|\b0x[0-9A-Fa-f]+\b|(?<!\w)--?[a-z][\w-]*|\*\*?\w+|"
     r"\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\.\w+\b|[<>=!]=|->|::)"
 )
+#: The question words (one alternation, used by every rule that looks for one).
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _QUESTION_WORD = re.compile(
-    r"^\s*(what|who|whom|whose|which|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would|will|"
+    rf"^\s*({_WH}|is|are|was|were|do|does|did|can|could|should|would|will|"
     r"explain|describe|tell|give|list|compare|summar\w+)\b",
     re.IGNORECASE,
 )
@@ -117,7 +119,7 @@ _DESCRIBED = re.compile(
 # A declarative question with the question word inside it ("... was born in which city?"), typical of questions
 # that describe one entity and ask about another linked to it.
 _EMBEDDED_WH = re.compile(
-    r"^(?!\s*(?:what|who|whom|whose|which|when|where|why|how)\b)[^?]*?\s"
+    rf"^(?!\s*{_WH}\b)[^?]*?\s"
     r"(?:in|of|for|by|from|at|on|with|to|as|during|under|into|after|before|about|behind|against|"
     r"is|was|are|were)\s+(?:what|which|whom|whose)\b"
     r"(?!\s+(?:the|these|this|those|it|they|is|was|are|were|you|we)\b)",
@@ -135,7 +137,7 @@ _REQUEST = re.compile(
 )
 # A question or an instruction: what the plain-search rule leaves to the classifier.
 _ASKING = re.compile(
-    r"^\s*(?:what|who|whom|whose|which|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would|will|"
+    rf"^\s*(?:{_WH}|is|are|was|were|do|does|did|can|could|should|would|will|"
     r"has|have|had|explain|describe|discuss|tell|give|list|compare|summar\w+|according|name|find|identify|define|"
     r"state|outline|evaluate|analy[sz]e|contrast)\b",
     re.IGNORECASE,
@@ -143,7 +145,6 @@ _ASKING = re.compile(
 # A question without its question mark, as old collections and lower-case typing write one: a question word after an
 # opening preposition ("in what region of …") or last ("… whose godfather is whom ."). Elsewhere a question word
 # mostly opens a relative or embedded clause ("alternatives which have been offered …"), as a described topic may.
-_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _PREPOSITION = r"(?:in|on|at|of|for|from|by|with|to|into|during|under|over|after|before|since|through|about|among)"
 _QUESTION_UNMARKED = re.compile(rf"^\s*{_PREPOSITION}\s+{_WH}\b|\b{_WH}\s*[?.!]*\s*$", re.IGNORECASE)
 #: Words a query needs before it counts as a described topic (a shorter one is plain when it names nothing: "terms").
