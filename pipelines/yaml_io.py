@@ -152,6 +152,10 @@ MAX_YAML_NODES = 100_000
 #: Deepest nesting of collections (the shipped files nest 7 deep); PyYAML composes recursively, so a file nested
 #: 20,000 deep would end in a RecursionError.
 MAX_YAML_DEPTH = 100
+#: libyaml's event parser where PyYAML has it (its wheels do). The pure-Python scanner looks up to 1,024 characters
+#: ahead for a flow key over every open level: about a second of CPU on "[[[[..." before the depth bound stops it,
+#: against microseconds in C (which refuses flow nesting past 1,000 levels itself, as malformed YAML).
+_EVENT_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _refuse_alias_bombs(text: str) -> None:
@@ -181,7 +185,7 @@ def _refuse_alias_bombs(text: str) -> None:
             frames[-1][1] += size
             frames[-1][2] = max(frames[-1][2], height)
 
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=_EVENT_LOADER):
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
             if aliases > MAX_YAML_ALIASES:

@@ -71,9 +71,14 @@ def test_mapping_ladders_are_refused_before_any_store_override_walks_them(levels
 
 @pytest.mark.parametrize("flow", [True, False], ids=["flow", "block"])
 def test_deep_nesting_is_refused_not_a_recursion_error(flow: bool) -> None:
-    # PyYAML's scanner looks up to 1,024 characters ahead for a flow key, over every open level: ~0.4 s of CPU
-    # for the flow case, whatever the depth (the guard stops at the limit).
-    message = _refused_within(nested(20_000, flow=flow))
+    # Flow nesting past libyaml's own 1,000 levels is refused by the parser as malformed, before the guard's bound.
+    message = _refused_within(nested(20_000, flow=flow), seconds=0.2)
+    assert f"deeper than {MAX_YAML_DEPTH} levels" in message or "exceeded maximum nesting depth" in message
+
+
+@pytest.mark.parametrize("flow", [True, False], ids=["flow", "block"])
+def test_nesting_past_the_bound_is_refused_by_the_guard(flow: bool) -> None:
+    message = _refused_within(nested(MAX_YAML_DEPTH * 5, flow=flow), seconds=0.2)
     assert f"deeper than {MAX_YAML_DEPTH} levels" in message
 
 
