@@ -221,16 +221,18 @@ def test_two_indexers_creating_one_new_store_leave_one_winner_and_a_valid_store(
         "from adaptive_retrieval.pipelines.cli.main import main\n"
         "from adaptive_retrieval.pipelines.yaml_io import load_pipeline\n"
         "load_pipeline('indexing', path=sys.argv[2])\n"
+        "Path(sys.argv[4]).touch()\n"
         "go = Path(sys.argv[1])\n"
         "while not go.exists():\n"
         "    time.sleep(0.005)\n"
         "sys.exit(main(['index', '--store', sys.argv[2], sys.argv[3]]))\n"
     )
     for round_ in range(3):
-        store, go = tmp_path / f"store{round_}", tmp_path / f"go{round_}"
+        store, go, ready = tmp_path / f"store{round_}", tmp_path / f"go{round_}", tmp_path / f"ready{round_}"
+        ready.mkdir()
         runs = [
             subprocess.Popen(
-                [sys.executable, "-c", starter, str(go), str(store), str(docs / f"{name}.md")],
+                [sys.executable, "-c", starter, str(go), str(store), str(docs / f"{name}.md"), str(ready / name)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -238,7 +240,12 @@ def test_two_indexers_creating_one_new_store_leave_one_winner_and_a_valid_store(
             )
             for name in ("a", "b")
         ]
-        time.sleep(20)  # both loaded (loading creates nothing: the stores open on first use)
+        # Both loaded (loading creates nothing: the stores open on first use); a process that died is reported below.
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not all(
+            (ready / n).exists() or r.poll() is not None for n, r in zip("ab", runs, strict=True)
+        ):
+            time.sleep(0.05)
         go.touch()
         outcomes = [(run.wait(timeout=600), run.stderr.read() if run.stderr else "") for run in runs]
         for code, err in outcomes:

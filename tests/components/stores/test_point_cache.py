@@ -132,7 +132,7 @@ def test_searches_during_writes_answer_one_state_or_the_other(stores: EdgeDocume
 
     def write() -> None:
         try:
-            for round_ in range(20):
+            for round_ in range(8):
                 stores.write_documents(_docs(seed=100 + round_, text=f"round{round_}"))
         except BaseException as err:
             errors.append(err)
