@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from adaptive_retrieval.pipelines import QueryResult, index_paths, load_pipeline, run_query
+from adaptive_retrieval.pipelines.cli.format import provenance
 from adaptive_retrieval.pipelines.gate_upkeep import update_calibration
 
 #: One query per intent, keyed by the intent the router is expected to pick on the Python reference index
@@ -72,11 +73,9 @@ def show(result: QueryResult, top: int) -> None:
     used = " ".join(f"{c}={w:.2f}" for c, w in result.weights.items())
     print(f"   channels used: {used} (skipped: {', '.join(result.fusion['skipped']) or '-'})")
     for rank, doc in enumerate(result.documents[:top], start=1):
-        prov = " ".join(f"{c}#{r}" for c, r in doc.meta.get("channels", {}).items())
         where = doc.meta.get("section") or doc.meta.get("title")
         snippet = textwrap.shorten(doc.content or "", 90)
-        # The rank is the pipeline's order (MMR and a named section reorder the fused list): the score is the fusion's.
-        print(f"   {rank}. {where}  <{prov}; fused score {doc.score:.3f}>\n        {snippet}")
+        print(f"   {rank}. {where}  <{provenance(doc)}>\n        {snippet}")
     if gate := result.gate:
         signals = " ".join(f"{k}={v:.2f}" for k, v in gate.signals.items())
         print(

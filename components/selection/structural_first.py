@@ -10,6 +10,8 @@ from adaptive_retrieval.components.document_copy import with_fields
 from adaptive_retrieval.components.shared_documents import RankedDocuments, documents_type, hand_on
 
 _MARK = {"via": "structural", "parent_id": None}
+#: The mark of a leader fusion did not return: its score is the section channel's, not a fused one.
+_UNFUSED = {**_MARK, "fused": False}
 
 
 def is_structural(doc: Document) -> bool:
@@ -62,6 +64,7 @@ class StructuralFirst:
         # The channel's order: its structural hits are ranked for the reference (a table's caption chunk first,
         # then by similarity); the final list's copy of a document is kept, with its fusion provenance.
         final = {d.id: d for d in documents}
+        channel_rank = {d.id: rank for rank, d in enumerate(structural or [], 1)}
         lead: list[Document] = []
         texts: set[str] = set()
         for d in matched:
@@ -69,7 +72,12 @@ class StructuralFirst:
             # such twins from the fused list for the same reason).
             if len(lead) == self.max_first or (d.content or "") in texts:
                 continue
-            lead.append(final.get(d.id, d))
+            # A chunk fusion did not return keeps the section channel's score: its provenance says so, as the
+            # joiner's does for the fused ones (readers would otherwise take that score for a fused one).
+            unfused = {"channels": {"section": channel_rank[d.id]}, "channel_scores": {"section": d.score}}
+            lead.append(
+                final[d.id] if d.id in final else with_fields(d, meta={**d.meta, **unfused, "section_tree": _UNFUSED})
+            )
             texts.add(d.content or "")
         lead_ids = {d.id for d in lead}
         # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.

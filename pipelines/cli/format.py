@@ -6,6 +6,8 @@ import textwrap
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # the CLI starts without Haystack; a query imports it
+    from haystack import Document
+
     from adaptive_retrieval.pipelines.query_result import GateOutcome, QueryResult
 
 
@@ -48,16 +50,26 @@ def print_query(result: QueryResult, out: TextIO, full: bool) -> None:
     for i, doc in enumerate(result.documents, 1):
         meta = doc.meta or {}
         where = meta.get("section") or meta.get("title") or ""
-        # The list is in the pipeline's order (diversity and a named section reorder the fused ranking), so the
-        # rank leads; the fused score, which that order need not follow, is said to be one.
-        found = ", ".join(f"{c}#{r}" for c, r in (meta.get("channels") or {}).items())
-        score = f"fused score {doc.score:.3f}" if doc.score is not None else ""
-        details = "; ".join(part for part in (found, score) if part)
-        print(f"\n{i:>2}. {where}  ({details})\n    {meta.get('source') or doc.id}", file=out)
+        print(f"\n{i:>2}. {where}  ({provenance(doc)})\n    {meta.get('source') or doc.id}", file=out)
         text = " ".join((doc.content or "").split())
         if not full:
             text = textwrap.shorten(text, width=300, placeholder=" …")
         print(textwrap.indent(textwrap.fill(text, width=100), "    "), file=out)
+
+
+def provenance(doc: Document) -> str:
+    """How a listed passage was found, as a person reads it: "the named section" for a chunk of the section the
+    question names, each channel's rank ("dense#1, sparse#3") and the score, named for what it is. The list is in
+    the pipeline's order (diversity and a named section reorder the fused ranking), so the rank leads and the
+    score, which that order need not follow, is said to be the fusion's (or, for a named section's chunk that
+    fusion did not return, the section channel's)."""
+    meta = doc.meta or {}
+    tree = meta.get("section_tree")
+    named = isinstance(tree, dict) and tree.get("via") == "structural"
+    found = ", ".join(f"{c}#{r}" for c, r in (meta.get("channels") or {}).items())
+    label = "section score" if named and tree.get("fused") is False else "fused score"
+    score = f"{label} {doc.score:.3f}" if doc.score is not None else ""
+    return "; ".join(part for part in ("the named section" if named else "", found, score) if part)
 
 
 def print_stats(stats: dict[str, Any], out: TextIO) -> None:

@@ -117,6 +117,27 @@ def test_structural_first_leads_and_keeps_the_length() -> None:
         StructuralFirst(max_first=0)
 
 
+def test_a_leader_fusion_did_not_return_says_its_score_is_the_sections() -> None:
+    """A named section's chunk taken from the section channel's list keeps that channel's score: its provenance
+    names the channel and its rank there, and the passage line calls the score the section's, not a fused one."""
+    from adaptive_retrieval.pipelines.cli.format import provenance
+
+    fused = Document(id="d1", content="doc 1", score=0.4, meta={"channels": {"dense": 1}, "channel_scores": {}})
+    ranked = [Document(id="d0", content="doc 0", score=0.5, meta={"channels": {"sparse": 1}}), fused]
+    section = [
+        Document(id="d9", content="doc 9", score=0.9, meta={"section_tree": {"via": "direct"}}),
+        Document(id="x", content="not ranked", score=1.55, meta={"section_tree": {"via": "structural"}}),
+        Document(id="d1", content="doc 1", score=1.2, meta={"section_tree": {"via": "structural"}}),
+    ]
+    out = StructuralFirst(max_first=3).run(documents=ranked, structural=section)["documents"]
+    assert [d.id for d in out] == ["x", "d1"]
+    assert out[0].score == 1.55 and out[0].meta["channels"] == {"section": 2}
+    assert out[0].meta["channel_scores"] == {"section": 1.55}
+    assert provenance(out[0]) == "the named section; section#2; section score 1.550"
+    assert provenance(out[1]) == "the named section; dense#1; fused score 0.400"
+    assert provenance(ranked[0]) == "sparse#1; fused score 0.500"
+
+
 def test_structural_first_leads_with_a_paragraph_once() -> None:
     """The same paragraph indexed from two files leads once, and its twin leaves the rest of the list too."""
     mark = {"section_tree": {"via": "structural"}}
