@@ -402,6 +402,7 @@ class QualityGate:
         scoring = scoring or self.scoring
         names = missing_names(documents, query) if decision != "pass" else []
         asked: list[str] = []
+        held_asked = False
         if decision != "pass" and not names and scoring.asked_threshold > 0:
             # Named as missing only when the asked check is what held the list back: otherwise the evidence as a
             # whole was weak (uncertain), and words a passage lacks are not the reason.
@@ -410,6 +411,7 @@ class QualityGate:
             held = asked_coverage(documents, query, names_of, vectors, scoring.asked_floor, scoring.asked_threshold)
             if held < scoring.asked_threshold:
                 asked = missing_asked(documents, query, names_of, vectors, scoring.asked_floor)
+            held_asked = held >= scoring.asked_threshold
         top = documents[0].meta if documents else {}
         where = top.get("section") or top.get("title") or top.get("source")
         return verdict(
@@ -421,4 +423,5 @@ class QualityGate:
             top=str(where) if where else None,
             calibration=scoring.source,
             documents=len(documents),
+            asked_held=held_asked,
         )

@@ -7,9 +7,9 @@ and what to check. :func:`verdict` turns the decision and the evidence behind it
   what the question asks.");
 - ``not_found``: the gate did not pass it and can say what is missing, a name the question writes or a word of
   what it asks that no returned passage holds ("Not found in your documents: no passage mentions sick leave.");
-- ``uncertain``: the gate did not pass it but nothing it can name is missing: the passages are on the question's
-  words, the evidence is only weak ("Uncertain: the passages share the question's words but none stands out as
-  its answer …").
+- ``uncertain``: the gate did not pass it but nothing it can name is missing: the evidence is only weak
+  ("Uncertain: no passage is clearly the answer …"; "the passages hold what the question asks about, but none is
+  clearly the answer …" where the gate checked that they do).
 
 A gate judging with its shipped prior because the index has no calibration yet says so in the same sentence, so
 that a reader knows the judgment is generic.
@@ -65,6 +65,7 @@ def verdict(
     top: str | None = None,
     calibration: str = "index",
     documents: int = 1,
+    asked_held: bool = False,
 ) -> Verdict:
     """The verdict and its reason (see the module docstring).
 
@@ -77,6 +78,9 @@ def verdict(
     :param top: where the first passage comes from (its section path or title), for the ``found`` sentence.
     :param calibration: ``index`` (the index's own calibration) or ``prior`` (none yet: said in the sentence).
     :param documents: how many passages were returned (none: not found, whatever the decision).
+    :param asked_held: the gate checked that the passages hold what the question asks (its ``asked`` check is on
+        and passed): the uncertain sentence says so. Where the check is off the sentence claims nothing about the
+        question's words ("How many days of sick leave …" on a programming reference is not "on its words").
     """
     note = f" ({NO_CALIBRATION})" if calibration == "prior" else ""
     if documents == 0:
@@ -89,8 +93,8 @@ def verdict(
         return Verdict("not_found", f"{OPENINGS['not_found']}: no passage mentions {quoted}{note}.")
     if missing_asked:
         return Verdict("not_found", f"{OPENINGS['not_found']}: no passage mentions {_phrase(missing_asked)}{note}.")
+    held = "the passages hold what the question asks about, but none is" if asked_held else "no passage is"
     return Verdict(
         "uncertain",
-        f"{OPENINGS['uncertain']}: the passages share the question's words but none stands out as its answer "
-        f"(quality {quality:.2f}, {threshold:.2f} needed){note}.",
+        f"{OPENINGS['uncertain']}: {held} clearly the answer (quality {quality:.2f}, {threshold:.2f} needed){note}.",
     )

@@ -36,6 +36,10 @@ class TestVerdict:
 
         weak = verdict("insufficient", 0.31, 0.36)
         assert weak.verdict == "uncertain" and "0.31" in weak.reason and "0.36" in weak.reason
+        # Only a gate that checked the asked words says the passages hold them.
+        assert "no passage is clearly the answer" in weak.reason and "asks about" not in weak.reason
+        held = verdict("insufficient", 0.31, 0.36, asked_held=True)
+        assert held.verdict == "uncertain" and "hold what the question asks about" in held.reason
         assert {found.verdict, missing.verdict, weak.verdict} == set(VERDICTS)
 
     def test_a_gate_without_calibration_says_so(self) -> None:
@@ -74,6 +78,12 @@ class TestGateVerdict:
         # missing, so the gate is uncertain rather than "not found".
         held = gate.run(documents=HANDBOOK, query="How many days of paid vacation do employees receive?")
         assert held["decision"] == "insufficient" and held["verdict"] == "uncertain"
+        assert "hold what the question asks about" in held["reason"]
         # A word no passage holds is not the reason while the asked check itself is met (here 3 of 4 words).
         most = gate.run(documents=HANDBOOK, query="How many days of paid annual vacation do employees receive?")
         assert most["signals"]["asked"] >= gate.asked_threshold and most["verdict"] == "uncertain"
+        # With the asked check off (an index whose absent-attribute pseudo-queries it did not hold back) the gate
+        # claims nothing about the question's words.
+        unchecked = QualityGate(max_retries=0, soft_match=False, asked_threshold=0.0)
+        off = unchecked.run(documents=HANDBOOK, query="How many days of paid vacation do employees receive?")
+        assert off["verdict"] == "uncertain" and "no passage is clearly the answer" in off["reason"]
