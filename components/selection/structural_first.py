@@ -20,6 +20,11 @@ def is_structural(doc: Document) -> bool:
     return isinstance(tree, dict) and tree.get("via") == "structural"
 
 
+def is_unfused(doc: Document) -> bool:
+    """Whether ``doc`` leads as a structural match that fusion did not return: its score is the section channel's."""
+    return is_structural(doc) and doc.meta["section_tree"].get("fused") is False
+
+
 @component
 class StructuralFirst:
     """Moves the chunks of the section a query names ("Section 3.2", "the section on ...", "the last chapter",
@@ -72,12 +77,13 @@ class StructuralFirst:
             # such twins from the fused list for the same reason).
             if len(lead) == self.max_first or (d.content or "") in texts:
                 continue
-            # A chunk fusion did not return keeps the section channel's score: its provenance says so, as the
-            # joiner's does for the fused ones (readers would otherwise take that score for a fused one).
-            unfused = {"channels": {"section": channel_rank[d.id]}, "channel_scores": {"section": d.score}}
-            lead.append(
-                final[d.id] if d.id in final else with_fields(d, meta={**d.meta, **unfused, "section_tree": _UNFUSED})
-            )
+            if d.id in final:
+                lead.append(final[d.id])
+            else:
+                # A chunk fusion did not return keeps the section channel's score: its provenance says so, as the
+                # joiner's does for the fused ones (readers would otherwise take that score for a fused one).
+                provenance = {"channels": {"section": channel_rank[d.id]}, "channel_scores": {"section": d.score}}
+                lead.append(with_fields(d, meta={**d.meta, **provenance, "section_tree": _UNFUSED}))
             texts.add(d.content or "")
         lead_ids = {d.id for d in lead}
         # Fusion keeps the first channel's copy of a document: mark the leaders as the structural match.

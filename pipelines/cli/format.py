@@ -63,11 +63,12 @@ def provenance(doc: Document) -> str:
     the pipeline's order (diversity and a named section reorder the fused ranking), so the rank leads and the
     score, which that order need not follow, is said to be the fusion's (or, for a named section's chunk that
     fusion did not return, the section channel's)."""
-    meta = doc.meta or {}
-    tree = meta.get("section_tree")
-    named = isinstance(tree, dict) and tree.get("via") == "structural"
-    found = ", ".join(f"{c}#{r}" for c, r in (meta.get("channels") or {}).items())
-    label = "section score" if named and tree.get("fused") is False else "fused score"
+    # Here, not at the top: the CLI starts without Haystack, which a printed query result has loaded.
+    from adaptive_retrieval.components.selection.structural_first import is_structural, is_unfused
+
+    named = is_structural(doc)
+    found = ", ".join(f"{c}#{r}" for c, r in (doc.meta.get("channels") or {}).items())
+    label = "section score" if is_unfused(doc) else "fused score"
     score = f"{label} {doc.score:.3f}" if doc.score is not None else ""
     return "; ".join(part for part in ("the named section" if named else "", found, score) if part)
 
