@@ -69,8 +69,10 @@ _CODE_TOKEN = re.compile(
 )
 #: The question words (one alternation, used by every rule that looks for one).
 _WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
+#: The verbs a yes/no question opens with (both opening-word rules list them).
+_AUXILIARY = r"is|are|was|were|do|does|did|can|could|should|would|will"
 _QUESTION_WORD = re.compile(
-    rf"^\s*({_WH}|is|are|was|were|do|does|did|can|could|should|would|will|"
+    rf"^\s*({_WH}|{_AUXILIARY}|"
     r"explain|describe|tell|give|list|compare|summar\w+)\b",
     re.IGNORECASE,
 )
@@ -137,7 +139,7 @@ _REQUEST = re.compile(
 )
 # A question or an instruction: what the plain-search rule leaves to the classifier.
 _ASKING = re.compile(
-    rf"^\s*(?:{_WH}|is|are|was|were|do|does|did|can|could|should|would|will|"
+    rf"^\s*(?:{_WH}|{_AUXILIARY}|"
     r"has|have|had|explain|describe|discuss|tell|give|list|compare|summar\w+|according|name|find|identify|define|"
     r"state|outline|evaluate|analy[sz]e|contrast)\b",
     re.IGNORECASE,
