@@ -1,5 +1,9 @@
 """Heading detection for plain text from the converters: Markdown ``#``, reStructuredText underlines,
-numbered headings (``3.2 Methods``, typical of PDFs) and short upper-case headings (``ABSTRACT``)."""
+numbered headings (``3.2 Methods``, typical of PDFs) and short upper-case headings (``ABSTRACT``).
+
+Markdown kept in a ``.txt`` file is read here, not by the Markdown parser, so fenced code blocks are skipped here
+too: a ``# comment`` inside one is code, and the closing fence under a short line of code (``})`` then a line of
+backticks) is not a reST underline."""
 
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ from dataclasses import dataclass
 _MD = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _UNDERLINE = re.compile(r"^([=\-~^\"'*+#:.`_])\1{2,}\s*$")
 _NUMBERED = re.compile(r"^((?:\d{1,2}\.){0,3}\d{1,2})\.?\s+([A-Z][^\n]{1,80})$")
+# A fence that opens a code block: backticks, or tildes with an info string (a bare run of tildes under a title is
+# also a reST underline, and stays one). CommonMark closes it with a run of the same character at least as long.
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,}(?=\s*[^~\s]))")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*$")
 _CAPS = re.compile(r"^[A-Z][A-Z &\-]{3,40}$")
 _CAPS_WORDS = {
     "ABSTRACT",
@@ -55,8 +63,15 @@ def find_headings(lines: list[str]) -> list[Heading]:
 def _marked_headings(lines: list[str]) -> list[Heading]:
     headings: list[Heading] = []
     rst_levels: dict[str, int] = {}
+    fence = ""  # the open code fence's run, "" outside one
     i = 0
     while i < len(lines):
+        if fence:
+            close = _FENCE_CLOSE.match(lines[i])
+            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+                fence = ""
+            i += 1
+            continue
         text = lines[i].strip()
         nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
         md = _MD.match(lines[i].rstrip())  # column 0 only: indented "# ..." is a code comment
@@ -65,12 +80,14 @@ def _marked_headings(lines: list[str]) -> list[Heading]:
             i += 1
             continue
         under = _UNDERLINE.match(nxt) if text else None
-        if under and len(nxt) >= max(3, int(len(text) * 0.7)) and not _UNDERLINE.match(text):
+        if under and under.group(1) != "`" and len(nxt) >= max(3, int(len(text) * 0.7)) and not _UNDERLINE.match(text):
             style = under.group(1)
             level = rst_levels.setdefault(style, len(rst_levels) + 1)
             headings.append(Heading(i, 2, level, text))
             i += 2
             continue
+        opened = _FENCE_OPEN.match(lines[i])
+        fence = opened.group(1) if opened else ""
         i += 1
     return headings
 

@@ -38,6 +38,33 @@ The loop stops when the gate passes.
 """
 
 
+# Markdown kept in a .txt file: read by the heading finder, not the Markdown parser.
+MARKDOWN_TXT = """# Settings
+
+How the workers are configured.
+
+```python
+# a code comment, not a heading
+limits = dict(
+    ollama=1,
+})
+```
+
+~~~sh
+# another comment
+~~~
+
+## Consequences
+
+Faster overviews.
+
+Plain reST
+~~~~~~~~~~
+
+Still a heading.
+"""
+
+
 def split(text: str, source: str = "a.md", **kwargs: int) -> list[Document]:
     return SectionSplitter(**kwargs).run([Document(content=text, meta={"file_path": source})])["documents"]
 
@@ -49,6 +76,13 @@ def test_markdown_sections_and_paths() -> None:
     assert "indented code comment" in chunks[1].content
     assert all(c.meta["title"] == "Guide" and c.meta["level"] == 0 for c in chunks)
     assert [c.meta["position"] for c in chunks] == [0, 1, 2]
+
+
+def test_code_fences_in_a_text_file_hold_no_headings() -> None:
+    chunks = split(MARKDOWN_TXT, source="notes.txt")
+    paths = [c.meta["section_path"] for c in chunks]
+    assert paths == [["Settings"], ["Settings", "Consequences"], ["Plain reST"]], paths  # reST: levels by first use
+    assert "a code comment" in chunks[0].content and "another comment" in chunks[0].content
 
 
 def test_pdf_like_numbered_headings() -> None:
